@@ -1,0 +1,191 @@
+"""`BertConfig`: the hyper-parameters of a BERT encoder, its presets, and its file formats.
+
+Reads and writes Google's `bert_config.json` (the file shipped beside the released TF1
+checkpoints) and Hugging Face's `config.json` (`BertConfig.to_dict()` of `transformers`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+# Google's names for activations -> ours (Keras names). HF uses the same names as Google.
+_ACTIVATIONS = {
+    "gelu": "gelu",  # exact erf GELU, as in the released BERT
+    "gelu_new": "gelu_approximate",  # tanh approximation
+    "gelu_pytorch_tanh": "gelu_approximate",
+    "relu": "relu",
+    "tanh": "tanh",
+    "swish": "silu",
+    "silu": "silu",
+}
+_ACTIVATIONS_BACK = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu",
+                     "tanh": "tanh", "silu": "silu"}
+
+
+@dataclasses.dataclass(frozen=True)
+class BertConfig:
+    """Hyper-parameters of a BERT encoder (the fields of Google's `bert_config.json`)."""
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_layers: int = 12
+    num_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout: float = 0.1
+    attention_dropout: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_epsilon: float = 1e-12
+
+    def __post_init__(self):
+        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads",
+                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"BertConfig.hidden_size ({self.hidden_size}) must be divisible by "
+                f"num_heads ({self.num_heads})")
+        if self.hidden_act not in _ACTIVATIONS_BACK:
+            raise ValueError(f"BertConfig.hidden_act {self.hidden_act!r} is not one of "
+                             f"{sorted(_ACTIVATIONS_BACK)}")
+        for name in ("hidden_dropout", "attention_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"BertConfig.{name} must be in [0, 1)")
+
+    @property
+    def head_size(self) -> int:
+        """Width of one attention head."""
+        return self.hidden_size // self.num_heads
+
+    def replace(self, **changes) -> BertConfig:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Our own JSON form (the field names of this class)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BertConfig:
+        """Inverse of `to_dict`; unknown keys are an error."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"Unknown BertConfig fields: {unknown}")
+        return cls(**d)
+
+    # ----- Google's bert_config.json -------------------------------------------------------
+
+    def to_google_dict(self) -> dict[str, Any]:
+        """The dict of Google's `bert_config.json`."""
+        return {
+            "attention_probs_dropout_prob": self.attention_dropout,
+            "hidden_act": _ACTIVATIONS_BACK[self.hidden_act],
+            "hidden_dropout_prob": self.hidden_dropout,
+            "hidden_size": self.hidden_size,
+            "initializer_range": self.initializer_range,
+            "intermediate_size": self.intermediate_size,
+            "max_position_embeddings": self.max_position_embeddings,
+            "num_attention_heads": self.num_heads,
+            "num_hidden_layers": self.num_layers,
+            "type_vocab_size": self.type_vocab_size,
+            "vocab_size": self.vocab_size,
+        }
+
+    @classmethod
+    def from_google_dict(cls, d: dict[str, Any]) -> BertConfig:
+        """Reads the dict of Google's `bert_config.json` (also accepts HF's `config.json`)."""
+        try:
+            act = d.get("hidden_act", "gelu")
+            if act not in _ACTIVATIONS:
+                raise ValueError(f"Unsupported hidden_act {act!r}; known: {sorted(_ACTIVATIONS)}")
+            return cls(
+                vocab_size=int(d["vocab_size"]),
+                hidden_size=int(d["hidden_size"]),
+                num_layers=int(d["num_hidden_layers"]),
+                num_heads=int(d["num_attention_heads"]),
+                intermediate_size=int(d["intermediate_size"]),
+                hidden_act=_ACTIVATIONS[act],
+                hidden_dropout=float(d.get("hidden_dropout_prob", 0.1)),
+                attention_dropout=float(d.get("attention_probs_dropout_prob", 0.1)),
+                max_position_embeddings=int(d.get("max_position_embeddings", 512)),
+                type_vocab_size=int(d.get("type_vocab_size", 2)),
+                initializer_range=float(d.get("initializer_range", 0.02)),
+                layer_norm_epsilon=float(d.get("layer_norm_eps", 1e-12)),
+            )
+        except KeyError as e:
+            raise ValueError(f"BERT config is missing the field {e.args[0]!r}") from None
+
+    # ----- Hugging Face config.json --------------------------------------------------------
+
+    def to_hf_dict(self) -> dict[str, Any]:
+        """The dict of a Hugging Face `BertModel` `config.json`."""
+        d = self.to_google_dict()
+        d.update({"architectures": ["BertModel"], "model_type": "bert",
+                  "layer_norm_eps": self.layer_norm_epsilon, "pad_token_id": 0,
+                  "position_embedding_type": "absolute"})
+        return d
+
+    @classmethod
+    def from_hf_dict(cls, d: dict[str, Any]) -> BertConfig:
+        """Reads a Hugging Face `config.json` dict of a BERT model."""
+        model_type = d.get("model_type", "bert")
+        if model_type != "bert":
+            raise ValueError(f"Not a BERT config: model_type is {model_type!r}")
+        pos = d.get("position_embedding_type", "absolute")
+        if pos != "absolute":
+            raise ValueError(f"Unsupported position_embedding_type {pos!r} (only 'absolute')")
+        return cls.from_google_dict(d)
+
+    # ----- files ---------------------------------------------------------------------------
+
+    def save_json(self, path: str | os.PathLike, flavor: str = "keras_bert") -> None:
+        """Writes the config as JSON: flavor `keras_bert`, `google` or `hf`."""
+        writers = {"keras_bert": self.to_dict, "google": self.to_google_dict,
+                   "hf": self.to_hf_dict}
+        if flavor not in writers:
+            raise ValueError(f"flavor must be one of {sorted(writers)}, got {flavor!r}")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(writers[flavor](), f, indent=2, sort_keys=True)
+            f.write("\n")
+
+    @classmethod
+    def from_json_file(cls, path: str | os.PathLike) -> BertConfig:
+        """Reads any of the three JSON flavours, recognised by their keys."""
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+        if "num_layers" in d:
+            return cls.from_dict(d)
+        if "model_type" in d:
+            return cls.from_hf_dict(d)
+        return cls.from_google_dict(d)
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides) -> BertConfig:
+        """One of `PRESETS` (`tiny` ... `large`), optionally with fields overridden."""
+        if name not in PRESETS:
+            raise ValueError(f"Unknown preset {name!r}; choose one of {list(PRESETS)}")
+        return PRESETS[name].replace(**overrides)
+
+
+def _preset(layers: int, hidden: int, heads: int) -> BertConfig:
+    return BertConfig(hidden_size=hidden, num_layers=layers, num_heads=heads,
+                      intermediate_size=4 * hidden)
+
+
+# The sizes of Google's released BERT models (Turc et al. 2019 for the small ones).
+PRESETS: dict[str, BertConfig] = {
+    "tiny": _preset(2, 128, 2),
+    "mini": _preset(4, 256, 4),
+    "small": _preset(4, 512, 8),
+    "medium": _preset(8, 512, 8),
+    "base": _preset(12, 768, 12),
+    "large": _preset(24, 1024, 16),
+}
