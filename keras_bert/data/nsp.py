@@ -1,0 +1,112 @@
+"""Next-sentence-prediction examples from documents, by the rules of BERT's original
+`create_pretraining_data.py`:
+
+- every document is cut into chunks of whole sentences that reach a target length
+  (`seq_length - 3` tokens, or with probability `short_seq_prob` a random shorter one);
+- segment A is a random number of the chunk's first sentences; with probability 1/2 (and
+  always when the chunk has one sentence) segment B is taken from a random *other* document
+  starting at a random sentence ("random next", label 1) and the unused sentences of the chunk
+  are put back for the next chunk; otherwise B is the rest of the chunk (label 0);
+- a segment never mixes documents; the pair is cut to `seq_length - 3` tokens by removing
+  tokens from the longer segment, from its front or back at random;
+- `dupe_factor` passes over the corpus, then the examples are shuffled.
+
+Documents are lists of sentences, each sentence a list of token ids.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Sequence
+
+Document = Sequence[Sequence[int]]
+
+
+@dataclasses.dataclass(frozen=True)
+class NspExample:
+    """One pretraining pair: segment ids A and B and whether B is a random next segment."""
+
+    tokens_a: list[int]
+    tokens_b: list[int]
+    is_random_next: bool
+
+
+def truncate_pair_randomly(tokens_a: list[int], tokens_b: list[int], max_tokens: int,
+                           rng: random.Random) -> None:
+    """Cuts the longer list (B on a tie) one token at a time, at its front or back, in place."""
+    while len(tokens_a) + len(tokens_b) > max_tokens:
+        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+
+
+def _random_other_document(documents, index, rng) -> Document:
+    for _ in range(10):
+        other = rng.randint(0, len(documents) - 1)
+        if other != index:
+            break
+    return documents[other]
+
+
+def examples_from_document(documents: Sequence[Document], index: int, seq_length: int,
+                           short_seq_prob: float, rng: random.Random) -> list[NspExample]:
+    """The NSP examples of `documents[index]` (other documents supply random next segments)."""
+    document = documents[index]
+    max_tokens = seq_length - 3  # [CLS] A [SEP] B [SEP]
+    target = max_tokens
+    if rng.random() < short_seq_prob:
+        target = rng.randint(2, max_tokens)
+    examples: list[NspExample] = []
+    chunk: list[Sequence[int]] = []
+    chunk_length = 0
+    i = 0
+    while i < len(document):
+        chunk.append(document[i])
+        chunk_length += len(document[i])
+        if i == len(document) - 1 or chunk_length >= target:
+            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+            tokens_a = [t for sentence in chunk[:a_end] for t in sentence]
+            tokens_b: list[int] = []
+            random_next = len(chunk) == 1 or rng.random() < 0.5
+            if random_next:
+                other = _random_other_document(documents, index, rng)
+                for sentence in other[rng.randint(0, len(other) - 1):]:
+                    tokens_b.extend(sentence)
+                    if len(tokens_b) >= target - len(tokens_a):
+                        break
+                i -= len(chunk) - a_end  # the unused sentences start the next chunk
+            else:
+                tokens_b = [t for sentence in chunk[a_end:] for t in sentence]
+            truncate_pair_randomly(tokens_a, tokens_b, max_tokens, rng)
+            if tokens_a and tokens_b:
+                examples.append(NspExample(tokens_a, tokens_b, random_next))
+            chunk, chunk_length = [], 0
+        i += 1
+    return examples
+
+
+def create_nsp_examples(documents: Sequence[Document], seq_length: int = 128,
+                        short_seq_prob: float = 0.1, dupe_factor: int = 1,
+                        seed: int = 12345) -> list[NspExample]:
+    """All NSP examples of a corpus: `dupe_factor` passes, shuffled, reproducible by `seed`.
+
+    Empty sentences and documents are dropped first; at least two documents are needed for
+    random next segments.
+    """
+    if seq_length < 5:
+        raise ValueError(f"seq_length must be at least 5, got {seq_length}")
+    documents = [[list(s) for s in doc if len(s)] for doc in documents]
+    documents = [doc for doc in documents if doc]
+    if len(documents) < 2:
+        raise ValueError(f"NSP needs at least 2 non-empty documents, got {len(documents)}")
+    rng = random.Random(seed)
+    examples = []
+    for _ in range(dupe_factor):
+        for index in range(len(documents)):
+            examples.extend(examples_from_document(documents, index, seq_length,
+                                                   short_seq_prob, rng))
+    rng.shuffle(examples)
+    return examples
