@@ -46,7 +46,7 @@ class BertConfig:
         for name in ("vocab_size", "hidden_size", "num_layers", "num_heads",
                      "intermediate_size", "max_position_embeddings", "type_vocab_size"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
         if self.hidden_size % self.num_heads:
             raise ValueError(
@@ -56,7 +56,9 @@ class BertConfig:
             raise ValueError(f"BertConfig.hidden_act {self.hidden_act!r} is not one of "
                              f"{sorted(_ACTIVATIONS_BACK)}")
         for name in ("hidden_dropout", "attention_dropout"):
-            if not 0.0 <= getattr(self, name) < 1.0:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not 0.0 <= value < 1.0:
                 raise ValueError(f"BertConfig.{name} must be in [0, 1)")
 
     @property

@@ -91,4 +91,4 @@ def _as_ragged(segment) -> tf.RaggedTensor:
     if segment.ragged_rank != 1 or segment.shape.rank != 2:
         raise ValueError("BertPacker segments must be [batch, (tokens)] ids, got shape "
                          f"{segment.shape}")
-    return tf.cast(segment, tf.int32)
+    return tf.cast(segment, tf.int32).with_row_splits_dtype(tf.int64)

@@ -1,0 +1,45 @@
+"""Shared fixtures: tiny BERT configs, a seeded RNG, and a clean Keras state per test."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from keras_bert import BertConfig  # noqa: E402
+
+# The tiny encoder the unit tests use: builds and runs in well under a second on a CPU.
+TINY_CONFIG_KWARGS = dict(vocab_size=101, hidden_size=32, num_layers=2, num_heads=4,
+                          intermediate_size=64, max_position_embeddings=64)
+
+
+@pytest.fixture(scope="session")
+def tiny_config() -> BertConfig:
+    """A 2-layer, 32-wide BERT config (with BERT's default dropout of 0.1)."""
+    return BertConfig(**TINY_CONFIG_KWARGS)
+
+
+@pytest.fixture(scope="session")
+def tiny_config_no_dropout(tiny_config) -> BertConfig:
+    """`tiny_config` without dropout (deterministic training steps)."""
+    return tiny_config.replace(hidden_dropout=0.0, attention_dropout=0.0)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A NumPy generator seeded per test."""
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture(autouse=True)
+def _keras_state():
+    """Seeds Keras/TF and restores the global dtype policy after each test."""
+    keras.utils.set_random_seed(0)
+    policy = keras.config.dtype_policy()
+    yield
+    keras.config.set_dtype_policy(policy)
