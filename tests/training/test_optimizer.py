@@ -1,0 +1,53 @@
+"""BERT's optimizer: the schedule's shape, decoupled weight decay and its exclusions."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert import BertConfig, BertEncoder
+from keras_bert.training import WarmupPolynomialDecay, create_optimizer
+
+
+def test_schedule_warmup_then_linear_decay():
+    schedule = WarmupPolynomialDecay(1e-3, decay_steps=100, warmup_steps=10)
+    values = [float(schedule(s)) for s in (0, 5, 10, 55, 100, 150)]
+    expected = [0.0, 5e-4, 1e-3 * 0.9, 1e-3 * 0.45, 0.0, 0.0]  # decay counts from step 0
+    np.testing.assert_allclose(values, expected, rtol=1e-6, atol=1e-9)
+    restored = WarmupPolynomialDecay.from_config(schedule.get_config())
+    assert float(restored(37)) == pytest.approx(float(schedule(37)))
+    with pytest.raises(ValueError, match="warmup_steps"):
+        WarmupPolynomialDecay(1e-3, decay_steps=10, warmup_steps=11)
+
+
+def test_weight_decay_spares_layer_norm_and_biases():
+    """With zero gradients Adam's update is zero, so what changes is the decay alone."""
+    config = BertConfig(vocab_size=30, hidden_size=8, num_layers=1, num_heads=2,
+                        intermediate_size=16, max_position_embeddings=16)
+    encoder = BertEncoder(config)
+    for v in encoder.trainable_variables:
+        v.assign(np.full(v.shape, 0.5, np.float32))
+    optimizer = create_optimizer(learning_rate=0.1, total_steps=10, warmup_steps=0,
+                                 weight_decay=0.01)
+    optimizer.apply_gradients([(keras.ops.zeros(v.shape), v)
+                               for v in encoder.trainable_variables])
+    decayed, kept = [], []
+    for v in encoder.trainable_variables:
+        value = float(np.unique(v.numpy())[0])
+        (kept if v.name in ("gamma", "beta", "bias") else decayed).append((v.path, value))
+    assert kept and decayed
+    assert all(value == 0.5 for _, value in kept), kept
+    # lr at step 0 = 0.1 (no warmup), decay = lr * wd * value.
+    assert all(value == pytest.approx(0.5 * (1 - 0.1 * 0.01)) for _, value in decayed), decayed
+    names = {p.rsplit("/", 1)[1] for p, _ in decayed}
+    assert names == {"kernel", "embeddings"}
+
+
+def test_gradients_are_clipped_at_global_norm_one():
+    v = keras.Variable(np.zeros(4, np.float32))
+    optimizer = create_optimizer(learning_rate=1.0, total_steps=10, warmup_steps=0,
+                                 weight_decay=0.0)
+    assert optimizer.global_clipnorm == 1.0
+    big = keras.ops.convert_to_tensor(np.array([30.0, 40.0, 0.0, 0.0], np.float32))
+    clipped = optimizer._clip_gradients([big])[0]
+    np.testing.assert_allclose(np.asarray(clipped), [0.6, 0.8, 0, 0], rtol=1e-6)
+    optimizer.apply_gradients([(big, v)])
