@@ -1,0 +1,1 @@
+"""Data: pretraining corpora, NSP example creation, tf.data pipelines, TFRecords."""

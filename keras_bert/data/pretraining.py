@@ -53,8 +53,19 @@ def tokenize_documents(documents: Iterable[Sequence[str]], tokenizer,
     return out
 
 
-def _nsp_batches(token_documents, options: PretrainingOptions, batch_size: int, dynamic: bool):
-    """A generator factory: each call is one epoch of NSP batches (flat ids + lengths)."""
+def _flat_batches(examples, batch_size: int):
+    """NSP examples -> (flat A ids, A lengths, flat B ids, B lengths, labels) per batch."""
+    for start in range(0, len(examples), batch_size):
+        chunk = examples[start:start + batch_size]
+        yield (np.concatenate([e.tokens_a for e in chunk]).astype(np.int32),
+               np.array([len(e.tokens_a) for e in chunk], np.int32),
+               np.concatenate([e.tokens_b for e in chunk]).astype(np.int32),
+               np.array([len(e.tokens_b) for e in chunk], np.int32),
+               np.array([e.is_random_next for e in chunk], np.int32))
+
+
+def _nsp_epochs(token_documents, options: PretrainingOptions, batch_size: int, dynamic: bool):
+    """A generator factory: each call is one epoch of NSP batches (new pairs if dynamic)."""
     epochs = itertools.count()
 
     def generate():
@@ -62,13 +73,7 @@ def _nsp_batches(token_documents, options: PretrainingOptions, batch_size: int, 
         examples = create_nsp_examples(token_documents, options.seq_length,
                                        options.short_seq_prob, options.dupe_factor,
                                        seed=options.seed + 1000003 * epoch)
-        for start in range(0, len(examples), batch_size):
-            chunk = examples[start:start + batch_size]
-            yield (np.concatenate([e.tokens_a for e in chunk]).astype(np.int32),
-                   np.array([len(e.tokens_a) for e in chunk], np.int32),
-                   np.concatenate([e.tokens_b for e in chunk]).astype(np.int32),
-                   np.array([len(e.tokens_b) for e in chunk], np.int32),
-                   np.array([e.is_random_next for e in chunk], np.int32))
+        yield from _flat_batches(examples, batch_size)
 
     return generate
 
@@ -76,13 +81,33 @@ def _nsp_batches(token_documents, options: PretrainingOptions, batch_size: int, 
 def pretraining_dataset(token_documents: Sequence[Sequence[np.ndarray]], tokenizer,
                         batch_size: int, options: PretrainingOptions = PretrainingOptions(),
                         dynamic: bool = True, drop_remainder: bool = False) -> tf.data.Dataset:
-    """Batches of pretraining features from tokenized documents (see `tokenize_documents`).
+    """Batches of pretraining features from tokenized documents (see `tokenize_documents`),
+    with NSP pairs made anew each epoch when `dynamic`.
 
     Each element is a dict: `input_word_ids`, `input_mask`, `input_type_ids`
     (`[batch, seq_length]`), `masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights`
     (`[batch, max_predictions]`) and `next_sentence_labels` (`[batch]`, 1 = random next).
     Use `drop_remainder=True` for static shapes (TPU, XLA).
     """
+    vector = tf.TensorSpec([None], tf.int32)
+    ds = tf.data.Dataset.from_generator(
+        _nsp_epochs(token_documents, options, batch_size, dynamic),
+        output_signature=(vector, vector, vector, vector, vector))
+    return _pack_and_mask(ds, tokenizer, batch_size, options, dynamic, drop_remainder)
+
+
+def examples_dataset(examples, tokenizer, batch_size: int,
+                     options: PretrainingOptions = PretrainingOptions()) -> tf.data.Dataset:
+    """Packed, masked batches of fixed NSP examples (one pass, masks seeded by
+    `options.seed`): what `create-pretraining-data` writes to TFRecords."""
+    vector = tf.TensorSpec([None], tf.int32)
+    ds = tf.data.Dataset.from_generator(lambda: _flat_batches(examples, batch_size),
+                                        output_signature=(vector,) * 5)
+    return _pack_and_mask(ds, tokenizer, batch_size, options, False, False)
+
+
+def _pack_and_mask(ds, tokenizer, batch_size, options, dynamic, drop_remainder):
+    """Flat NSP batches -> packed `[CLS] A [SEP] B [SEP]` inputs with MLM masks and labels."""
     ids = tokenizer.special_token_ids
     packer = BertPacker(options.seq_length, ids["cls"], ids["sep"], ids["pad"])
     masker = BertMasker(
@@ -90,10 +115,6 @@ def pretraining_dataset(token_documents: Sequence[Sequence[np.ndarray]], tokeniz
         max_predictions=options.max_predictions, mask_rate=options.mask_rate,
         whole_word=options.whole_word,
         continuation=continuation_flags(tokenizer.vocab) if options.whole_word else None)
-    vector = tf.TensorSpec([None], tf.int32)
-    ds = tf.data.Dataset.from_generator(
-        _nsp_batches(token_documents, options, batch_size, dynamic),
-        output_signature=(vector, vector, vector, vector, vector))
     if drop_remainder:
         ds = ds.filter(lambda a, la, b, lb, y: tf.shape(la)[0] == batch_size)
     seeds = tf.data.Dataset.random(seed=options.seed, rerandomize_each_iteration=dynamic)

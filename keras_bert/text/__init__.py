@@ -1,0 +1,9 @@
+"""Text preprocessing in TensorFlow ops: tokenizer (and, beside it, packer and masker)."""
+
+from keras_bert.text.masker import BertMasker, continuation_flags
+from keras_bert.text.normalize import BertNormalizer
+from keras_bert.text.packer import BertPacker
+from keras_bert.text.tokenizer import SPECIAL_TOKENS, BertTokenizer, load_vocab
+
+__all__ = ["SPECIAL_TOKENS", "BertMasker", "BertNormalizer", "BertPacker", "BertTokenizer",
+           "continuation_flags", "load_vocab"]

@@ -1,0 +1,237 @@
+"""In-graph text cleaning of the original BERT `BasicTokenizer`, character for character.
+
+The character classes (what is dropped, what is whitespace, punctuation, a CJK ideograph,
+a non-spacing mark, an upper-case letter) are not taken from RE2's or ICU's Unicode tables
+but generated from Python's `unicodedata` when the tokenizer is built, and embedded in the
+graph as RE2 character classes (`[\\x{...}-\\x{...}...]`). The graph therefore behaves like
+the original Python tokenizer of the Python that built it, whatever Unicode version the
+serving binary's RE2 / ICU carry.
+
+Lower-casing reproduces `str.lower()` without ICU: ASCII through `tf.strings.lower` (byte
+wise), and only for rows holding a non-ASCII character that `str.lower()` changes, a
+code point table (`tf.lookup.StaticHashTable`) plus Python's final-sigma rule (capital
+sigma becomes `ς` after a cased letter unless another cased letter follows, skipping
+case-ignorable characters), both also derived from `str.lower()` itself.
+
+The one ICU operation left is canonical decomposition (`NormalizeUTF8`, form NFD), whose
+results are fixed by Unicode's stability policy for every character that Python's Unicode
+database knows (characters it does not know are unassigned there, hence already dropped).
+
+Ops used: StaticRegexReplace, StaticRegexFullMatch, StringLower, UnicodeTranscode,
+UnicodeDecode, UnicodeEncode, LookupTableFindV2 (+ HashTableV2 / LookupTableImportV2),
+LowerBound, UpperBound, TensorScatterUpdate, NormalizeUTF8 (TF Text), and core
+gather / arithmetic ops.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import unicodedata
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+# Plain Python with no tensor-dependent control flow: skip AutoGraph (seconds of tracing).
+_no_autograph = tf.autograph.experimental.do_not_convert
+
+# CJK Unified Ideographs blocks that the original tokenizer surrounds with spaces.
+CJK_BLOCKS = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
+
+# Full match of well-formed UTF-8 (RE2 compiles the class to exact byte sequences).
+_VALID_UTF8 = "[\\x{0}-\\x{D7FF}\\x{E000}-\\x{10FFFF}]*"
+_CAPITAL_SIGMA = 0x03A3
+_FINAL_SIGMA = 0x03C2
+
+
+def _is_ascii_punct(cp: int) -> bool:
+    return 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126
+
+
+def _re2_class(code_points: list[int]) -> str:
+    """An RE2 character class matching exactly `code_points` (sorted, no surrogates)."""
+    if not code_points:
+        return "[^\\x{0}-\\x{10FFFF}]"  # matches nothing
+    parts = []
+    lo = prev = code_points[0]
+    for cp in code_points[1:] + [-1]:
+        if cp == prev + 1:
+            prev = cp
+            continue
+        parts.append(f"\\x{{{lo:X}}}" if lo == prev else f"\\x{{{lo:X}}}-\\x{{{prev:X}}}")
+        lo = prev = cp
+    return "[" + "".join(parts) + "]"
+
+
+@functools.lru_cache(maxsize=1)
+def unicode_tables() -> dict:
+    """Character classes and case tables from this Python's `unicodedata` (cached).
+
+    Returns a dict of RE2 classes (`drop`, `space`, `space_nonascii`, `punct`, `cjk`, `mn`,
+    `upper`) and of
+    code point lists for lower-casing (`lower_keys`, `lower_values`) and the final-sigma
+    rule (`case_ignorable`, `cased`).
+    """
+    drop, space, punct, cjk, mn, upper = [], [], [], [], [], []
+    lower_keys, lower_values, case_ignorable, cased = [], [], [], []
+    cjk_set = set()
+    for lo, hi in CJK_BLOCKS:
+        cjk_set.update(range(lo, hi + 1))
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        cat = unicodedata.category(ch)
+        if ch not in "\t\n\r" and (cat[0] == "C" or cp in (0, 0xFFFD)):
+            drop.append(cp)
+            continue
+        if ch in " \t\n\r" or cat == "Zs" or ch.isspace():
+            space.append(cp)
+        if cat[0] == "P" or _is_ascii_punct(cp):
+            punct.append(cp)
+        if cp in cjk_set:
+            cjk.append(cp)
+        if cat == "Mn":
+            mn.append(cp)
+        low = ch.lower()
+        if low != ch and cp >= 128:
+            upper.append(cp)
+            lower_keys.append(cp)
+            # Only U+0130 maps to two code points ("i" + U+0307); lower-casing is only used
+            # before accent stripping, which removes the U+0307, so keep the first one.
+            lower_values.append(ord(low[0]))
+        # Python's own final-sigma decision reveals the two properties it uses:
+        # "x" + SIGMA ends in final sigma iff x is cased and not case-ignorable;
+        # "A" + x + SIGMA ends in final sigma iff x is cased or case-ignorable.
+        after_x = (ch + "\u03a3").lower()[-1] == "\u03c2"
+        after_ax = ("A" + ch + "\u03a3").lower()[-1] == "\u03c2"
+        if after_x:
+            cased.append(cp)
+        elif after_ax:
+            case_ignorable.append(cp)
+    return {
+        "drop": _re2_class(drop),
+        "space": _re2_class(space),
+        "space_nonascii": _re2_class([cp for cp in space if cp >= 128]),
+        "punct": _re2_class(punct),
+        "cjk": _re2_class(cjk),
+        "mn": _re2_class(mn),
+        "upper": _re2_class(upper),
+        "lower_keys": lower_keys,
+        "lower_values": lower_values,
+        "case_ignorable": case_ignorable,
+        "cased": cased,
+    }
+
+
+class BertNormalizer(tf.Module):
+    """Graph-safe `BasicTokenizer` cleaning: drop, lower-case, strip accents (no splitting).
+
+    Args:
+      lower_case: `True` for uncased models (`str.lower()`, NFD, drop category Mn);
+        `False` only drops the characters the original drops.
+    """
+
+    def __init__(self, lower_case: bool, name: str | None = None):
+        super().__init__(name=name)
+        self.lower_case = lower_case
+        t = unicode_tables()
+        self._drop = t["drop"]
+        self._mn = t["mn"]
+        self._needs_lower = "(?s).*" + t["upper"] + ".*"
+        if lower_case:
+            self._lower_table = _int_table(t["lower_keys"], t["lower_values"])
+            self._ci_table = _int_table(t["case_ignorable"], [1] * len(t["case_ignorable"]))
+            self._cased_table = _int_table(t["cased"], [1] * len(t["cased"]))
+
+    @_no_autograph
+    def clean(self, strings: tf.Tensor) -> tf.Tensor:
+        """Drops invalid UTF-8, NUL, U+FFFD and category C* except `\\t\\n\\r` (1-D strings).
+
+        Bytes that are not valid UTF-8 (including encoded surrogates, overlong forms and
+        code points above U+10FFFF) are dropped like Python's `decode("utf-8", "ignore")`;
+        only the rows that hold some are transcoded.
+        """
+        valid = tf.strings.regex_full_match(strings, _VALID_UTF8)
+        rows = tf.where(tf.logical_not(valid))[:, 0]
+        fixed = tf.strings.unicode_transcode(
+            tf.gather(strings, rows), "UTF-8", "UTF-8", errors="ignore",
+            replace_control_characters=False)
+        strings = tf.tensor_scatter_nd_update(strings, rows[:, None], fixed)
+        return tf.strings.regex_replace(strings, self._drop, "")
+
+    @_no_autograph
+    def __call__(self, strings: tf.Tensor) -> tf.Tensor:
+        """Cleans, and for uncased also lower-cases and strips accents, a 1-D string tensor."""
+        strings = self.clean(strings)
+        if not self.lower_case:
+            return strings
+        strings = self.lower(strings)
+        strings = tf_text.normalize_utf8(strings, "NFD")
+        return tf.strings.regex_replace(strings, self._mn, "")
+
+    @_no_autograph
+    def lower(self, strings: tf.Tensor) -> tf.Tensor:
+        """`str.lower()` of cleaned (valid UTF-8) 1-D strings."""
+        strings = tf.strings.lower(strings)  # ASCII only (no encoding given)
+        needs = tf.strings.regex_full_match(strings, self._needs_lower)
+        rows = tf.where(needs)[:, 0]
+        subset = tf.gather(strings, rows)
+        lowered = self._lower_code_points(subset)
+        return tf.tensor_scatter_nd_update(strings, rows[:, None], lowered)
+
+    def _lower_code_points(self, strings: tf.Tensor) -> tf.Tensor:
+        decoded = tf.raw_ops.UnicodeDecode(
+            input=strings, input_encoding="UTF-8", errors="replace", replacement_char=0xFFFD,
+            Tsplits=tf.int64)
+        splits, flat = decoded.row_splits, decoded.char_values
+        mapped = self._lower_table.lookup(flat)
+        flat_low = tf.where(mapped >= 0, mapped, flat)
+        # Final sigma: the nearest non-case-ignorable neighbours, within the same row.
+        pos = tf.range(tf.size(flat, out_type=tf.int64))
+        row_ids = searchsorted(splits, pos, "right") - 1
+        anchor = tf.where(self._ci_table.lookup(flat) <= 0)[:, 0]
+        n_anchor = tf.size(anchor, out_type=tf.int64)
+        # A sentinel at index n_anchor stands for "no neighbour" (never cased, row -1).
+        anchor_cased = tf.concat(
+            [tf.gather(self._cased_table.lookup(flat) > 0, anchor), [False]], 0)
+        anchor_row = tf.concat([tf.gather(row_ids, anchor), [-1]], 0)
+
+        def neighbour_cased(k):
+            k = tf.where((k < 0) | (k >= n_anchor), n_anchor, k)
+            return (tf.gather(anchor_row, k) == row_ids) & tf.gather(anchor_cased, k)
+
+        prev_cased = neighbour_cased(
+            searchsorted(anchor, pos, "left") - 1)
+        next_cased = neighbour_cased(searchsorted(anchor, pos, "right"))
+        final = (flat == _CAPITAL_SIGMA) & prev_cased & ~next_cased
+        flat_low = tf.where(final, tf.constant(_FINAL_SIGMA, flat.dtype), flat_low)
+        return encode_utf8(flat_low, splits)
+
+
+def searchsorted(sorted_values, values, side: str) -> tf.Tensor:
+    """1-D `tf.searchsorted` as one core op (`LowerBound` / `UpperBound`), int64 result."""
+    op = tf.raw_ops.LowerBound if side == "left" else tf.raw_ops.UpperBound
+    return op(sorted_inputs=sorted_values[None, :], values=values[None, :], out_type=tf.int64)[0]
+
+
+def encode_utf8(code_points, row_splits) -> tf.Tensor:
+    """UTF-8 strings from flat code points and int64 row splits (core `UnicodeEncode`)."""
+    return tf.raw_ops.UnicodeEncode(
+        input_values=code_points, input_splits=row_splits, output_encoding="UTF-8",
+        errors="replace", replacement_char=0xFFFD)
+
+
+def _int_table(keys: list[int], values: list[int]) -> tf.lookup.StaticHashTable:
+    init = tf.lookup.KeyValueTensorInitializer(
+        tf.constant(keys, tf.int32), tf.constant(values, tf.int32))
+    return tf.lookup.StaticHashTable(init, default_value=-1)

@@ -1,0 +1,391 @@
+"""`BertTokenizer`: raw text -> WordPiece ids, exactly as Google's original BERT tokenizer.
+
+Same ids as `tokenization.FullTokenizer` of google-research/bert (cleaning, CJK isolation,
+optional lower-casing + accent stripping, punctuation splitting, greedy longest-match-first
+WordPiece with `##`, `[UNK]` for a word with an unknown piece or over 100 characters), as
+TensorFlow ops only: it runs in `tf.data`, `tf.function` and SavedModels for TF Serving.
+The vocabulary is embedded in the graph (constants), never read from a file at run time.
+
+Pipeline (see `normalize.py` for the character classes, generated from Python's
+`unicodedata`, and the exact `str.lower()`):
+
+1. Rows that are not well-formed UTF-8 go through `UnicodeTranscode` (errors="ignore"):
+   the bad bytes are dropped, like the original's `bytes.decode("utf-8", "ignore")`.
+   Invalid input never raises.
+2. `StaticRegexReplace`: drop NUL, U+FFFD and Unicode category C* except `\\t\\n\\r`.
+3. Uncased only: `str.lower()`, `NormalizeUTF8` (NFD), drop category Mn.
+4. Split on whitespace (removed) and around every punctuation character and CJK ideograph
+   (kept as one-character words): `tokenize` pads those with spaces (`StaticRegexReplace`)
+   and splits with `StringSplitV2`; `tokenize_with_offsets` uses `RegexSplitWithOffsets`.
+5. Words over 100 characters become `[UNK]`; `FastWordpieceTokenizeWithOffsets` tokenizes
+   the rest against a flatbuffer model built from the vocabulary at construction time
+   (a graph constant). Its greedy longest-match-first result is the original's.
+
+Offsets are byte offsets into the ORIGINAL input string. They are obtained by decoding the
+input (`UnicodeDecodeWithOffsets`), normalising every non-ASCII character on its own to
+learn how many bytes it becomes, and mapping each wordpiece's normalised byte range back
+with a binary search. A wordpiece that starts or ends inside the expansion of one input
+character (e.g. a Hangul syllable decomposed into jamo) is given that whole character.
+
+Every op in the graphs (all modes, `tokenize`, `tokenize_with_offsets`, `detokenize`):
+core TensorFlow -- StaticRegexReplace, StaticRegexFullMatch, StringLower, StringLength,
+StringSplitV2, UnicodeTranscode, UnicodeDecode, UnicodeDecodeWithOffsets, UnicodeEncode,
+UnsortedSegmentJoin, LookupTableFindV2 (tables: HashTableV2 + LookupTableImportV2 in the
+initializer), LowerBound, UpperBound, DynamicStitch, TensorScatterUpdate, ScatterNd,
+Cumsum, Where, SelectV2, GatherV2 and shape / arithmetic / logical ops; TF Text --
+NormalizeUTF8, RegexSplitWithOffsets (TF Text >= 2.0) and FastWordpieceTokenizeWithOffsets
+(TF Text >= 2.9; TF Serving's model server has built it in since it bundled TF Text 2.12).
+No `py_function`, no file read at run time.
+"""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+from tensorflow_text.python.ops.regex_split_ops import gen_regex_split_ops
+
+from keras_bert.text.normalize import BertNormalizer, encode_utf8, searchsorted, unicode_tables
+
+# Plain Python with no tensor-dependent control flow: skip AutoGraph (seconds of tracing).
+_no_autograph = tf.autograph.experimental.do_not_convert
+
+SPECIAL_TOKENS = {
+    "cls": "[CLS]",
+    "sep": "[SEP]",
+    "pad": "[PAD]",
+    "mask": "[MASK]",
+    "unk": "[UNK]",
+}
+MAX_CHARS_PER_WORD = 100
+_MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD
+
+
+def load_vocab(vocab) -> list[str]:
+    """The vocabulary as a list indexed by id, read like the original `load_vocab`.
+
+    Args:
+      vocab: path of a `vocab.txt` (one token per line, id = line number) or a sequence
+        of tokens. Surrounding whitespace of every token is stripped.
+    """
+    if isinstance(vocab, (str, os.PathLike)):
+        with open(vocab, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+    else:
+        lines = list(vocab)
+    return [str(t).strip() for t in lines]
+
+
+class BertTokenizer(tf.Module):
+    """Graph-safe BERT WordPiece tokenizer with the ids of the original Google tokenizer.
+
+    Args:
+      vocab: path of a `vocab.txt`, or a list of tokens (id = position). Read once, in
+        Python, when the tokenizer is built; the graph holds it as constants.
+      lower_case: `True` for uncased checkpoints (lower-case + strip accents), `False` for
+        cased ones (neither).
+      preserve_special_tokens: when `True`, the literal strings `[CLS]`, `[SEP]`, `[PAD]`,
+        `[MASK]`, `[UNK]` written in the input are kept as their single special token
+        (case-sensitive, matched in the raw input) instead of being split like text
+        ("[MASK]" -> "[", "mask", "]") as the original tokenizer does.
+
+    Raises:
+      ValueError: the vocabulary is empty or lacks one of the special tokens.
+
+    Token ids are `int32` (what the model's `input_word_ids` takes); offsets are `int64`
+    byte offsets into the input strings.
+    """
+
+    def __init__(self, vocab, lower_case: bool = True, preserve_special_tokens: bool = False,
+                 name: str | None = None):
+        super().__init__(name=name)
+        tokens = load_vocab(vocab)
+        if not tokens:
+            raise ValueError("The vocabulary is empty.")
+        index = {}
+        for i, token in enumerate(tokens):
+            index[token] = i  # like the original, a repeated token keeps its last id
+        missing = [t for t in SPECIAL_TOKENS.values() if t not in index]
+        if missing:
+            raise ValueError(
+                f"The vocabulary lacks the special token(s) {', '.join(missing)}; a BERT "
+                "vocabulary needs [CLS], [SEP], [PAD], [MASK] and [UNK].")
+        self.lower_case = bool(lower_case)
+        self.preserve_special_tokens = bool(preserve_special_tokens)
+        self._tokens = tokens
+        self._index = index
+        self._special_ids = {k: index[v] for k, v in SPECIAL_TOKENS.items()}
+        self.normalizer = BertNormalizer(self.lower_case)
+        tables = unicode_tables()
+        punct_or_cjk = tables["punct"][:-1] + tables["cjk"][1:]
+        self._split_pattern = f"{tables['space']}+|{punct_or_cjk}"
+        self._keep_pattern = punct_or_cjk
+        # Without offsets, splitting is faster as "pad punctuation / CJK with spaces, turn
+        # non-ASCII whitespace into spaces, split on ASCII whitespace".
+        self._pad_pattern = f"({punct_or_cjk})|{tables['space_nonascii']}"
+        self._special_pattern = "|".join(
+            t.replace("[", "\\[").replace("]", "\\]") for t in SPECIAL_TOKENS.values())
+        # Earlier copies of a repeated token (and empty lines) must never match: replace
+        # them by a string that cannot occur in a cleaned word (it holds a C0 control).
+        unique = [t if index[t] == i and t else f"\x01{i}" for i, t in enumerate(tokens)]
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=unique, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD,
+            token_out_type=tf.int32, unknown_token=SPECIAL_TOKENS["unk"],
+            no_pretokenization=True, support_detokenization=False)
+        self._vocab_strings = tf.constant(tokens, tf.string)
+        self._token_table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(list(index.keys()), tf.string),
+                tf.constant(list(index.values()), tf.int32)),
+            default_value=-1)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids (lines of the vocabulary); the embedding table's row count."""
+        return len(self._tokens)
+
+    @property
+    def vocab(self) -> list[str]:
+        """The vocabulary, indexed by id (a copy)."""
+        return list(self._tokens)
+
+    @property
+    def special_token_ids(self) -> dict[str, int]:
+        """Ids of the special tokens: keys `cls`, `sep`, `pad`, `mask`, `unk`."""
+        return dict(self._special_ids)
+
+    @property
+    def cls_id(self) -> int:
+        """Id of `[CLS]`."""
+        return self._special_ids["cls"]
+
+    @property
+    def sep_id(self) -> int:
+        """Id of `[SEP]`."""
+        return self._special_ids["sep"]
+
+    @property
+    def pad_id(self) -> int:
+        """Id of `[PAD]`."""
+        return self._special_ids["pad"]
+
+    @property
+    def mask_id(self) -> int:
+        """Id of `[MASK]`."""
+        return self._special_ids["mask"]
+
+    @property
+    def unk_id(self) -> int:
+        """Id of `[UNK]`."""
+        return self._special_ids["unk"]
+
+    # ------------------------------------------------------------------ tokenizing
+    @_no_autograph
+    def tokenize(self, strings) -> tf.RaggedTensor:
+        """WordPiece ids of UTF-8 strings.
+
+        Args:
+          strings: a string tensor (or anything convertible) of any rank, typically a
+            batch `[batch]`.
+
+        Returns:
+          `int32` ids shaped like `strings` plus one ragged dimension: a `RaggedTensor`
+          `[batch, (tokens)]` for a batch; a 1-D `Tensor` for a scalar string.
+        """
+        strings = tf.convert_to_tensor(strings, tf.string)
+        ids, splits, _, _ = self._tokenize_flat(tf.reshape(strings, [-1]), with_offsets=False)
+        return _restore_shape(ids, splits, strings)
+
+    @_no_autograph
+    def tokenize_with_offsets(self, strings):
+        """WordPiece ids with the byte span of each piece in the ORIGINAL strings.
+
+        Args:
+          strings: a string tensor of any rank, as for `tokenize`.
+
+        Returns:
+          `(ids, starts, ends)`: `int32` ids and `int64` byte offsets, each shaped like
+          `tokenize`'s result; `strings[i][starts[i][j]:ends[i][j]]` is the input text that
+          produced wordpiece `j` (for a `##` piece, without the `##`; for `[UNK]`, the
+          whole word; for a piece that begins or ends inside what one input character
+          became after normalisation, that whole character).
+        """
+        strings = tf.convert_to_tensor(strings, tf.string)
+        ids, splits, starts, ends = self._tokenize_flat(
+            tf.reshape(strings, [-1]), with_offsets=True)
+        return tuple(_restore_shape(v, splits, strings) for v in (ids, starts, ends))
+
+    @_no_autograph
+    def __call__(self, strings) -> tf.RaggedTensor:
+        """Same as `tokenize`."""
+        return self.tokenize(strings)
+
+    @_no_autograph
+    def id_to_token(self, ids):
+        """Token strings of `ids` (a `Tensor` or `RaggedTensor` of ints)."""
+        if isinstance(ids, tf.RaggedTensor):
+            return tf.ragged.map_flat_values(self.id_to_token, ids)
+        return tf.gather(self._vocab_strings, tf.cast(ids, tf.int32))
+
+    @_no_autograph
+    def token_to_id(self, tokens):
+        """Ids of whole vocabulary entries (`[UNK]`'s id for strings not in it)."""
+        if isinstance(tokens, tf.RaggedTensor):
+            return tf.ragged.map_flat_values(self.token_to_id, tokens)
+        found = self._token_table.lookup(tf.convert_to_tensor(tokens, tf.string))
+        return tf.where(found >= 0, found, self.unk_id)
+
+    @_no_autograph
+    def detokenize(self, ids) -> tf.Tensor:
+        """Readable text of ids `[batch, (tokens)]`: pieces joined, `##` continuations glued.
+
+        This is the usual BERT decoding (lower-cased, accents and spacing around
+        punctuation not restored), not an inverse of `tokenize`.
+        """
+        tokens = self.id_to_token(ids)
+        text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
+        return tf.strings.regex_replace(text, " ##", "")
+
+    # ------------------------------------------------------------------ internals
+    # Internally a ragged result is kept as flat `values` plus int64 `row_splits`, which
+    # keeps the graph small (no ragged validation or ragged concat machinery).
+    def _tokenize_flat(self, strings, with_offsets: bool):
+        """Tokenizes a 1-D string tensor: `(ids, row_splits, starts, ends)`, flat."""
+        if not self.preserve_special_tokens:
+            return self._tokenize_segments(strings, with_offsets)
+        # Cut the literal special tokens out of the raw input; every other segment goes
+        # through the normal pipeline, every special one becomes its id.
+        flat, seg_base, _, seg_splits = _regex_split(
+            strings, self._special_pattern, self._special_pattern)
+        is_special = tf.strings.regex_full_match(flat, self._special_pattern)
+        text = tf.where(is_special, "", flat)
+        ids, splits, starts, ends = self._tokenize_segments(text, with_offsets)
+        special_rows = tf.where(is_special)[:, 0]
+        # Row lengths with one token added to each special segment (which had none).
+        lengths = splits[1:] - splits[:-1] + tf.cast(is_special, tf.int64)
+        new_splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(lengths)], 0)
+        n_values = tf.size(ids, out_type=tf.int64)
+        value_rows = _value_rowids(splits, n_values)
+        dest = tf.gather(new_splits, value_rows) + tf.range(n_values) - tf.gather(splits, value_rows)
+        special_dest = tf.gather(new_splits, special_rows)
+        indices = [tf.cast(dest, tf.int32), tf.cast(special_dest, tf.int32)]
+
+        def stitch(values, special_values):
+            return tf.dynamic_stitch(indices, [values, special_values])
+
+        special_ids = tf.gather(self._token_table.lookup(flat), special_rows)
+        out_ids = stitch(ids, special_ids)
+        out_splits = tf.gather(new_splits, seg_splits)
+        if not with_offsets:
+            return out_ids, out_splits, None, None
+        starts = starts + tf.gather(seg_base, value_rows)
+        ends = ends + tf.gather(seg_base, value_rows)
+        special_start = tf.gather(seg_base, special_rows)
+        special_end = special_start + tf.gather(
+            tf.cast(tf.strings.length(flat), tf.int64), special_rows)
+        return out_ids, out_splits, stitch(starts, special_start), stitch(ends, special_end)
+
+    def _tokenize_segments(self, strings, with_offsets: bool):
+        """The original pipeline on a 1-D string tensor (no special-token handling)."""
+        normalized = self.normalizer(strings)
+        if with_offsets:
+            flat_words, word_starts, _, word_splits = _regex_split(
+                normalized, self._split_pattern, self._keep_pattern)
+            words = flat_words
+        else:
+            padded = tf.strings.regex_replace(normalized, self._pad_pattern, r" \1 ")
+            split = tf.raw_ops.StringSplitV2(input=padded, sep="")
+            flat_words = split.values
+            word_splits = searchsorted(
+                split.indices[:, 0], tf.range(tf.size(strings, out_type=tf.int64) + 1), "left")
+        too_long = tf.strings.length(flat_words, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        flat_words = tf.where(too_long, SPECIAL_TOKENS["unk"], flat_words)
+        pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(flat_words)
+        piece_splits = tf.cast(pieces.row_splits, tf.int64)
+        ids = pieces.values
+        splits = tf.gather(piece_splits, word_splits)
+        if not with_offsets:
+            return ids, splits, None, None
+        # Normalised byte offsets of each piece within its row.
+        word_of_piece = _value_rowids(piece_splits, tf.size(ids, out_type=tf.int64))
+        long_piece = tf.gather(too_long, word_of_piece)
+        orig_word_len = tf.cast(tf.strings.length(words), tf.int64)
+        piece_ends = tf.where(long_piece, tf.gather(orig_word_len, word_of_piece),
+                              piece_ends.values)
+        base = tf.gather(word_starts, word_of_piece)
+        norm_starts = base + piece_starts.values
+        norm_ends = base + piece_ends
+        row_of_piece = _value_rowids(splits, tf.size(ids, out_type=tf.int64))
+        starts, ends = self._to_source_offsets(strings, row_of_piece, norm_starts, norm_ends)
+        return ids, splits, starts, ends
+
+    def _to_source_offsets(self, strings, row_of_piece, norm_starts, norm_ends):
+        """Maps byte offsets in the normalised strings back to the input strings."""
+        decoded = tf.raw_ops.UnicodeDecodeWithOffsets(
+            input=strings, input_encoding="UTF-8", errors="replace",
+            replacement_char=0xFFFD, Tsplits=tf.int64)
+        char_splits, flat_cp, char_starts = (
+            decoded.row_splits, decoded.char_values, decoded.char_to_byte_starts)
+        n_chars = tf.size(flat_cp, out_type=tf.int64)
+        row_ids = _value_rowids(char_splits, n_chars)
+        # Byte length of every input character in the normalised text: ASCII directly,
+        # other characters by normalising each one on its own.
+        ascii_len = tf.where(
+            ((flat_cp < 32) & (flat_cp != 9) & (flat_cp != 10) & (flat_cp != 13))
+            | (flat_cp == 127), 0, 1)
+        wide = tf.where(flat_cp >= 128)[:, 0]
+        wide_chars = encode_utf8(
+            tf.gather(flat_cp, wide), tf.range(tf.size(wide, out_type=tf.int64) + 1))
+        wide_len = tf.strings.length(self.normalizer(wide_chars))
+        norm_len = tf.cast(
+            tf.tensor_scatter_nd_update(ascii_len, wide[:, None], wide_len), tf.int64)
+        # Input byte length of every character (up to the next one or the end of string).
+        row_len = tf.cast(tf.strings.length(strings), tf.int64)
+        next_start = tf.concat([char_starts[1:], tf.zeros([1], tf.int64)], 0)[:n_chars]
+        is_last = tf.scatter_nd(
+            (char_splits[1:] - 1)[:, None], tf.ones_like(char_splits[1:], tf.bool), [n_chars])
+        char_ends = tf.where(is_last, tf.gather(row_len, row_ids), next_start)
+        # Global cumulative positions in the normalised text, per row then across rows.
+        cum = tf.cumsum(norm_len)
+        row_base = tf.gather(tf.concat([tf.zeros([1], tf.int64), cum], 0), char_splits[:-1])
+
+        def char_at(norm_pos):
+            global_pos = tf.gather(row_base, row_of_piece) + norm_pos
+            i = searchsorted(cum, global_pos, "right")
+            return tf.clip_by_value(i, 0, tf.maximum(n_chars - 1, 0))
+
+        starts = tf.gather(char_starts, char_at(norm_starts))
+        ends = tf.gather(char_ends, char_at(norm_ends - 1))
+        return starts, ends
+
+
+def _regex_split(strings, delimiters: str, keep: str):
+    """TF Text `RegexSplitWithOffsets` on 1-D strings: flat pieces, starts, ends, splits.
+
+    (The raw op: the public wrapper adds ~200 graph ops of ragged bookkeeping.)
+    """
+    return gen_regex_split_ops.regex_split_with_offsets(
+        strings, "(" + delimiters + ")", keep)
+
+
+def _value_rowids(row_splits, n_values):
+    """Row index of each of the `n_values` flat values of `row_splits` (int64)."""
+    return searchsorted(row_splits, tf.range(n_values), "right") - 1
+
+
+def _restore_shape(values, row_splits, strings):
+    """Builds `[n, (t)]` from flat results and nests it like `strings` (+ a ragged axis)."""
+    if values is None:
+        return None
+    rt = tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
+    if strings.shape.rank == 0:
+        return values
+    if strings.shape.rank == 1:
+        return rt
+    for dim in reversed(tf.unstack(tf.shape(strings, out_type=tf.int64)[1:])):
+        rt = tf.RaggedTensor.from_uniform_row_length(rt, dim, validate=False)
+    return rt
