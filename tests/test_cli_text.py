@@ -1,0 +1,64 @@
+"""`keras-bert tokenize` and `keras-bert create-pretraining-data` end to end."""
+
+import io
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from keras_bert.cli import main
+from keras_bert.data.tfrecord import read_examples
+from keras_bert.text import BertTokenizer
+from tests.reference import minilm_dir
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return os.path.join(minilm_dir(), "vocab.txt")
+
+
+def _stdin(monkeypatch, data: bytes):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+
+def test_tokenize_one_line_per_line(monkeypatch, capsys, vocab):
+    lines = ["Call me Ishmael.", "", "Héllo [MASK] wörld!"]
+    _stdin(monkeypatch, "\n".join(lines).encode() + b"\n")
+    assert main(["tokenize", "--vocab", vocab]) == 0
+    out = capsys.readouterr().out.splitlines()
+    expected = BertTokenizer(vocab, lower_case=True).tokenize(lines).to_list()
+    assert out == [" ".join(map(str, row)) for row in expected]
+    assert out[1] == ""
+    _stdin(monkeypatch, b"Hello [MASK] world\n")
+    assert main(["tokenize", "--vocab", vocab, "--tokens", "--preserve-special-tokens"]) == 0
+    assert capsys.readouterr().out.split() == ["hello", "[MASK]", "world"]
+    _stdin(monkeypatch, b"Hello World\n")
+    assert main(["tokenize", "--vocab", vocab, "--tokens", "--cased"]) == 0
+    assert "hello" not in capsys.readouterr().out.split()
+
+
+def test_create_pretraining_data(capsys, tmp_path, vocab):
+    corpus = tmp_path / "corpus.txt"
+    rng = np.random.default_rng(0)
+    words = "the whale ship sea captain harpoon crew ocean storm deck".split()
+    docs = ["\n".join(" ".join(rng.choice(words, rng.integers(4, 12))).capitalize() + "."
+                      for _ in range(rng.integers(3, 9))) for _ in range(40)]
+    corpus.write_text("\n\n".join(docs) + "\n")
+    out = tmp_path / "records" / "train.tfrecord"
+    assert main(["create-pretraining-data", "--vocab", vocab, "--input", str(corpus),
+                 "--output", str(out), "--num-shards", "2", "--seq-length", "32",
+                 "--max-predictions", "5", "--dupe-factor", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "sentences" in printed and "wrote" in printed
+    assert sorted(os.listdir(out.parent)) == ["train.tfrecord-00000-of-00002",
+                                              "train.tfrecord-00001-of-00002"]
+    batch = next(iter(read_examples(str(out) + "-*", 32, 5, batch_size=10_000)))
+    n = batch["input_word_ids"].shape[0]
+    assert n > 60
+    tokenizer = BertTokenizer(vocab)
+    assert (batch["input_word_ids"].numpy()[:, 0] == tokenizer.cls_id).all()
+    weights = batch["masked_lm_weights"].numpy()
+    assert (weights.sum(axis=1) >= 1).all() and (weights.sum(axis=1) <= 5).all()
+    labels = batch["next_sentence_labels"].numpy()
+    assert 0 < labels.mean() < 1
