@@ -1,0 +1,277 @@
+"""Sentence (pair) classification and regression data: CSV / TSV / JSONL rows -> examples.
+
+Files:
+  * `.csv`: comma-separated with a header row, RFC 4180 quoting (a quoted field may hold
+    commas, quotes written `""` and line breaks).
+  * `.tsv`: tab-separated with a header row and NO quoting, like the GLUE files read by
+    the original BERT `_read_tsv` (`quotechar=None`): a `"` is an ordinary character.
+  * `.jsonl` (or `.ndjson`): one JSON object per line; blank lines are skipped.
+
+Files are UTF-8 (a leading byte-order mark, as spreadsheet exports write, is skipped).
+Columns are chosen by name (`text`, optional `text_b`, `label`). Every problem is a
+`ValueError` that names the file, the line (1-based; for CSV the line where the record
+starts) and what is wrong.
+
+`text_dataset` turns examples into a `tf.data.Dataset` of packed BERT inputs: the strings are
+batched first, then tokenized and packed by one map over each batch (the tokenizer works
+on batches), the same `BertTokenizer` + `BertPacker` a SavedModel can embed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.tasks.labels import LabelVocab
+
+CLASSIFICATION = "classification"
+REGRESSION = "regression"
+_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+@dataclass(frozen=True)
+class TextExample:
+    """One row: `text`, optional `text_b` (pair tasks) and `label`.
+
+    `label` is a `str` (classification), a `float` (regression) or `None` (no label
+    column: data to predict on). `line` is the row's line number in its file.
+    """
+
+    text: str
+    text_b: str | None = None
+    label: str | float | None = None
+    line: int = 0
+
+
+def file_format(path) -> str:
+    """`"csv"`, `"tsv"` or `"jsonl"` from the file name's extension."""
+    ext = os.path.splitext(str(path))[1].lower()
+    if ext not in _FORMATS:
+        raise ValueError(f"{path}: unknown data format {ext!r}; use one of "
+                         f"{sorted(_FORMATS)} (or pass format=...).")
+    return _FORMATS[ext]
+
+
+def read_examples(path, text_column: str = "text", text_b_column: str | None = None,
+                  label_column: str | None = "label", task: str = CLASSIFICATION,
+                  labels: LabelVocab | Sequence[str] | None = None,
+                  format: str | None = None) -> list[TextExample]:
+    """Reads classification or regression examples from a CSV, TSV or JSONL file.
+
+    Args:
+      path: the file.
+      text_column, text_b_column: names of the first and (pair tasks) second text column.
+      label_column: name of the label column; `None` for unlabeled data.
+      task: `"classification"` (labels kept as strings) or `"regression"` (labels parsed
+        as floats; a non-numeric or non-finite one is an error).
+      labels: for classification, the allowed labels (e.g. the training `LabelVocab` at
+        evaluation time); a row with another label is an error. `None` allows any.
+      format: `"csv"`, `"tsv"` or `"jsonl"`; default from the extension.
+
+    Returns:
+      The examples in file order.
+
+    Raises:
+      ValueError: naming the file and line, for an empty file, a missing column (the
+        available ones are listed), a row of the wrong width, invalid JSON, a label not in
+        `labels`, or a non-numeric regression target.
+    """
+    if task not in (CLASSIFICATION, REGRESSION):
+        raise ValueError(f"task must be {CLASSIFICATION!r} or {REGRESSION!r}, got {task!r}")
+    fmt = format or file_format(path)
+    rows = _jsonl_rows(path) if fmt == "jsonl" else _delimited_rows(path, fmt)
+    allowed = None if labels is None else {str(name) for name in labels}
+    examples = []
+    for line, row in rows:
+        text = _field(row, text_column, path, line)
+        text_b = None if text_b_column is None else _field(row, text_b_column, path, line)
+        label = None
+        if label_column is not None:
+            raw = row.get(label_column, _MISSING)
+            if raw is _MISSING:
+                _missing_column(label_column, row, path, line)
+            label = (_regression_target(raw, path, line) if task == REGRESSION
+                     else _class_label(raw, allowed, path, line))
+        examples.append(TextExample(text, text_b, label, line))
+    if not examples:
+        raise ValueError(f"{path}: the file has no data rows (it is empty or holds only a "
+                         "header).")
+    return examples
+
+
+_MISSING = object()
+
+
+def _delimited_rows(path, fmt: str) -> Iterator[tuple[int, dict]]:
+    """`(line, {column: value})` for each data row of a CSV or TSV file."""
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        if fmt == "tsv":
+            reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        else:
+            reader = csv.reader(f)
+        header, start = None, 1
+        try:
+            for fields in reader:
+                line, start = start, reader.line_num + 1
+                if not fields or (len(fields) == 1 and not fields[0].strip()):
+                    continue  # blank line
+                if header is None:
+                    header = [h.strip() for h in fields]
+                    continue
+                if len(fields) != len(header):
+                    raise ValueError(
+                        f"{path}: line {line}: the row has {len(fields)} fields but the header "
+                        f"has {len(header)} ({', '.join(header)}).")
+                yield line, dict(zip(header, fields, strict=True))
+        except csv.Error as e:
+            raise ValueError(f"{path}: line {reader.line_num}: malformed {fmt.upper()}: {e}") \
+                from None
+    if header is None:
+        raise ValueError(f"{path}: the file is empty (no header row).")
+
+
+def _jsonl_rows(path) -> Iterator[tuple[int, dict]]:
+    """`(line, object)` for each non-blank line of a JSON Lines file."""
+    with open(path, encoding="utf-8-sig") as f:
+        for line, text in enumerate(f, start=1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}: line {line}: invalid JSON: {e}") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}: line {line}: expected a JSON object, got "
+                                 f"{type(row).__name__}.")
+            yield line, row
+
+
+def _missing_column(column: str, row: dict, path, line: int):
+    raise ValueError(f"{path}: line {line}: no column {column!r}; the available columns are "
+                     f"{', '.join(map(repr, row))}.")
+
+
+def _field(row: dict, column: str, path, line: int) -> str:
+    """A text field, which must be present and a string."""
+    value = row.get(column, _MISSING)
+    if value is _MISSING:
+        _missing_column(column, row, path, line)
+    if not isinstance(value, str):
+        raise ValueError(f"{path}: line {line}: column {column!r} must be text, got "
+                         f"{type(value).__name__} {value!r}.")
+    return value
+
+
+def _class_label(raw, allowed: set[str] | None, path, line: int) -> str:
+    """A classification label as a string, checked against the allowed set."""
+    if raw is None or isinstance(raw, (dict, list)):
+        raise ValueError(f"{path}: line {line}: the label must be a string or number, got "
+                         f"{raw!r}.")
+    label = raw.strip() if isinstance(raw, str) else str(raw)
+    if not label:
+        raise ValueError(f"{path}: line {line}: the label is empty.")
+    if allowed is not None and label not in allowed:
+        raise ValueError(f"{path}: line {line}: label {label!r} is not in the label set "
+                         f"{sorted(allowed)}.")
+    return label
+
+
+def _regression_target(raw, path, line: int) -> float:
+    """A regression target as a finite float."""
+    value = None
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        value = float(raw)
+    elif isinstance(raw, str):
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            value = None
+    if value is None or not math.isfinite(value):
+        raise ValueError(f"{path}: line {line}: the regression target {raw!r} is not a finite "
+                         "number.")
+    return value
+
+
+def encode_labels(examples: Sequence[TextExample], label_vocab: LabelVocab) -> np.ndarray:
+    """`int32` class ids of the examples' labels (`ValueError` naming the line if unknown)."""
+    ids = []
+    for ex in examples:
+        if ex.label not in label_vocab:
+            raise ValueError(f"line {ex.line}: label {ex.label!r} is not in the label set "
+                             f"{label_vocab.names}.")
+        ids.append(label_vocab.id(ex.label))
+    return np.asarray(ids, np.int32)
+
+
+def regression_targets(examples: Sequence[TextExample]) -> np.ndarray:
+    """`float32` targets of regression examples."""
+    return np.asarray([float(ex.label) for ex in examples], np.float32)
+
+
+def text_dataset(examples: Sequence[TextExample], tokenizer, packer, labels=None,
+                 batch_size: int = 32, shuffle_buffer: int = 0, seed: int | None = None,
+                 drop_remainder: bool = False) -> tf.data.Dataset:
+    """A batched `tf.data.Dataset` of packed BERT inputs (and labels).
+
+    Args:
+      examples: the rows; either all have `text_b` or none does.
+      tokenizer: a `BertTokenizer` (or anything mapping a string batch to ragged ids).
+      packer: a `BertPacker`.
+      labels: per-example targets (class ids from `encode_labels`, floats from
+        `regression_targets`), or `None` for inputs only.
+      batch_size, drop_remainder: batching.
+      shuffle_buffer: shuffle the examples (before batching) with this buffer; 0 keeps order.
+      seed: shuffle seed.
+
+    Returns:
+      Elements `(features, labels)` (or `features` alone), `features` the dict of int32
+      `[batch, seq_length]` tensors `input_word_ids`, `input_mask`, `input_type_ids`.
+    """
+    if not examples:
+        raise ValueError("No examples to build a dataset from.")
+    has_b = [ex.text_b is not None for ex in examples]
+    if any(has_b) and not all(has_b):
+        first = examples[has_b.index(False)]
+        raise ValueError(f"line {first.line}: the example has no text_b while others do; "
+                         "a dataset is all single texts or all pairs.")
+    columns = {"text": tf.constant([ex.text for ex in examples], tf.string)}
+    if has_b[0]:
+        columns["text_b"] = tf.constant([ex.text_b for ex in examples], tf.string)
+    if labels is not None:
+        labels = np.asarray(labels)
+        if len(labels) != len(examples):
+            raise ValueError(f"{len(labels)} labels for {len(examples)} examples.")
+        columns["label"] = labels
+    ds = tf.data.Dataset.from_tensor_slices(columns)
+    if shuffle_buffer:
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+
+    def pack(batch):
+        segments = [tokenizer.tokenize(batch["text"])]
+        if "text_b" in batch:
+            segments.append(tokenizer.tokenize(batch["text_b"]))
+        features = packer(segments)
+        return (features, batch["label"]) if "label" in batch else features
+
+    return ds.map(pack, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def classification_dataset(examples: Sequence[TextExample], tokenizer, packer,
+                           label_vocab: LabelVocab, **kwargs) -> tf.data.Dataset:
+    """`text_dataset` with int32 class ids from `label_vocab` as labels."""
+    return text_dataset(examples, tokenizer, packer, encode_labels(examples, label_vocab),
+                        **kwargs)
+
+
+def regression_dataset(examples: Sequence[TextExample], tokenizer, packer,
+                       **kwargs) -> tf.data.Dataset:
+    """`text_dataset` with float32 targets as labels."""
+    return text_dataset(examples, tokenizer, packer, regression_targets(examples), **kwargs)
