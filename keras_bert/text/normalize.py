@@ -235,3 +235,13 @@ def _int_table(keys: list[int], values: list[int]) -> tf.lookup.StaticHashTable:
     init = tf.lookup.KeyValueTensorInitializer(
         tf.constant(keys, tf.int32), tf.constant(values, tf.int32))
     return tf.lookup.StaticHashTable(init, default_value=-1)
+
+
+def word_split_patterns() -> dict[str, str]:
+    """RE2 patterns of BERT's word splitting (after normalisation): `split` (whitespace runs
+    and single punctuation / CJK characters), `keep` (the pieces of `split` that are words)
+    and `pad` (punctuation / CJK to surround with spaces, non-ASCII whitespace to replace)."""
+    tables = unicode_tables()
+    punct_or_cjk = tables["punct"][:-1] + tables["cjk"][1:]
+    return {"split": f"{tables['space']}+|{punct_or_cjk}", "keep": punct_or_cjk,
+            "pad": f"({punct_or_cjk})|{tables['space_nonascii']}"}

@@ -46,7 +46,12 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.python.ops.regex_split_ops import gen_regex_split_ops
 
-from keras_bert.text.normalize import BertNormalizer, encode_utf8, searchsorted, unicode_tables
+from keras_bert.text.normalize import (
+    BertNormalizer,
+    encode_utf8,
+    searchsorted,
+    word_split_patterns,
+)
 
 # Plain Python with no tensor-dependent control flow: skip AutoGraph (seconds of tracing).
 _no_autograph = tf.autograph.experimental.do_not_convert
@@ -119,13 +124,12 @@ class BertTokenizer(tf.Module):
         self._index = index
         self._special_ids = {k: index[v] for k, v in SPECIAL_TOKENS.items()}
         self.normalizer = BertNormalizer(self.lower_case)
-        tables = unicode_tables()
-        punct_or_cjk = tables["punct"][:-1] + tables["cjk"][1:]
-        self._split_pattern = f"{tables['space']}+|{punct_or_cjk}"
-        self._keep_pattern = punct_or_cjk
+        patterns = word_split_patterns()
+        self._split_pattern = patterns["split"]
+        self._keep_pattern = patterns["keep"]
         # Without offsets, splitting is faster as "pad punctuation / CJK with spaces, turn
         # non-ASCII whitespace into spaces, split on ASCII whitespace".
-        self._pad_pattern = f"({punct_or_cjk})|{tables['space_nonascii']}"
+        self._pad_pattern = patterns["pad"]
         self._special_pattern = "|".join(
             t.replace("[", "\\[").replace("]", "\\]") for t in SPECIAL_TOKENS.values())
         # Earlier copies of a repeated token (and empty lines) must never match: replace
