@@ -308,8 +308,6 @@ def test_mixed_bfloat16_is_close_to_float32(encoder, tiny_config, rng):
     assert np.abs(pooled_half - pooled_full).max() > 0
 
 
-@pytest.mark.xfail(strict=True, reason="BertEncoder.get_config() reports the global dtype "
-                   "policy, not the one passed to the constructor")
 def test_mixed_precision_survives_save_load(tiny_config, tmp_path):
     mixed = BertEncoder(tiny_config, dtype="mixed_bfloat16")
     path = tmp_path / "mixed.keras"

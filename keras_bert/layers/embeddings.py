@@ -51,7 +51,15 @@ class BertEmbeddings(keras.layers.Layer):
             raise ValueError(
                 f"Sequence length {seq_length} exceeds max_position_embeddings "
                 f"({self.max_position_embeddings})")
-        # `ops.slice` (unlike Python slicing) fails loudly on a too-long dynamic length.
+        if not isinstance(seq_length, int) and keras.backend.backend() == "tensorflow":
+            # A dynamic length is checked when the graph runs (TF only: keras.ops has no
+            # assertion op); without it `ops.slice` would fail with a bare "Expected size".
+            import tensorflow as tf
+
+            tf.debugging.assert_less_equal(
+                seq_length, self.max_position_embeddings,
+                message=f"Sequence length exceeds max_position_embeddings "
+                        f"({self.max_position_embeddings})")
         positions = ops.slice(self.position_embeddings.embeddings, (0, 0),
                               (seq_length, self.hidden_size))
         x = self.word_embeddings(input_word_ids)

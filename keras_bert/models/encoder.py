@@ -53,6 +53,9 @@ class BertEncoder(keras.Model):
                    "encoder_outputs": encoder_outputs, "default": pooled}
         kwargs.setdefault("name", "bert_encoder")
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        # A functional model does not take `dtype`: give it its layers' policy, so `compile`
+        # sees mixed_float16 (and adds loss scaling) and `get_config` records it.
+        self.dtype_policy = embeddings.dtype_policy
 
         self.config = config
         self.embeddings = embeddings
