@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from keras_bert.cli import build_vocab, convert, create_pretraining_data, encode, tokenize
+from keras_bert.cli import (
+    build_vocab,
+    convert,
+    create_pretraining_data,
+    encode,
+    pretrain,
+    tokenize,
+)
 
-COMMANDS = (convert, encode, tokenize, build_vocab, create_pretraining_data)
+COMMANDS = (convert, encode, tokenize, build_vocab, create_pretraining_data, pretrain)
 
 
 def build_parser() -> argparse.ArgumentParser:

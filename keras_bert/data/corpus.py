@@ -2,8 +2,10 @@
 
 - `sentences`: the original BERT format: one sentence per line, a blank line between
   documents.
-- `prose`: paragraphs separated by blank lines, each paragraph one document, split into
-  sentences by `split_sentences` (e.g. the embedded Moby Dick and State of the Union texts).
+- `prose`: running text split into sentences by `split_sentences`: paragraphs separated by
+  a blank line, documents by two or more blank lines (a file that never has two blank lines
+  in a row has one document per paragraph). The embedded corpus is in this format: one
+  document per Moby Dick chapter and per State of the Union address.
 - `jsonl`: one JSON object per line, the document's text under `text_field`, split into
   sentences.
 """
@@ -26,18 +28,38 @@ def default_corpus_files() -> list[str]:
     return sorted(glob.glob(os.path.join(CORPUS_DIR, "*.txt")))
 
 
-def _blocks(path: str) -> Iterator[list[str]]:
+def _blocks(path: str, with_breaks: bool = False) -> Iterator:
+    """Blocks of non-blank lines; with `with_breaks`, (block, blank lines before it)."""
     block: list[str] = []
+    blanks = 0
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = line.strip()
             if line:
+                if not block:
+                    gap = blanks
                 block.append(line)
-            elif block:
-                yield block
-                block = []
+                blanks = 0
+            else:
+                if block:
+                    yield (block, gap) if with_breaks else block
+                    block = []
+                blanks += 1
     if block:
-        yield block
+        yield (block, gap) if with_breaks else block
+
+
+def _prose_documents(path: str) -> Iterator[list[str]]:
+    paragraphs = list(_blocks(path, with_breaks=True))
+    per_paragraph = not any(gap >= 2 for _, gap in paragraphs[1:])
+    document: list[str] = []
+    for block, gap in paragraphs:
+        if document and (per_paragraph or gap >= 2):
+            yield document
+            document = []
+        document.extend(split_sentences(" ".join(block)))
+    if document:
+        yield document
 
 
 def read_documents(path: str, fmt: str = "sentences",
@@ -48,10 +70,7 @@ def read_documents(path: str, fmt: str = "sentences",
     if fmt == "sentences":
         yield from _blocks(path)
     elif fmt == "prose":
-        for block in _blocks(path):
-            sentences = split_sentences(" ".join(block))
-            if sentences:
-                yield sentences
+        yield from _prose_documents(path)
     else:
         with open(path, encoding="utf-8") as f:
             for number, line in enumerate(f, 1):

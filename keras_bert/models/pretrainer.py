@@ -39,6 +39,17 @@ def next_sentence_loss(next_sentence_labels, nsp_logits):
     return ops.mean(per_example)
 
 
+def _per_replica(loss):
+    """`loss / replicas` inside a `tf.distribute` strategy with several replicas."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        if replicas > 1:
+            loss = loss / replicas
+    return loss
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertPretrainer(keras.Model):
     """BERT's pretraining model: `encoder` + masked LM head (tied) + next sentence head.
@@ -141,14 +152,19 @@ class BertPretrainer(keras.Model):
         return labels
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """`mlm_loss + nsp_loss` (+ any regularization losses), float32."""
+        """`mlm_loss + nsp_loss` (+ any regularization losses), float32.
+
+        Under a `tf.distribute` strategy each replica computes its own batch's loss (the
+        original BERT does the same per TPU core) divided by the number of replicas, since
+        Keras sums the replicas' gradients.
+        """
         labels = self._labels(x, y, sample_weight)
         total = masked_lm_loss(labels["masked_lm_ids"], labels["masked_lm_weights"],
                                y_pred["mlm_logits"])
         total = total + next_sentence_loss(labels["next_sentence_labels"], y_pred["nsp_logits"])
         if self.losses:
             total = total + ops.cast(ops.sum(self.losses), "float32")
-        return total
+        return _per_replica(total)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Updates `mlm_loss`, `nsp_loss`, `mlm_accuracy`, `nsp_accuracy`; returns all metrics."""

@@ -79,16 +79,18 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         with np.load(paths[-1]) as data:
             meta = json.loads(str(data["meta"]))
             variables = _variables(model)
-            if [v.path for v in variables] != meta["paths"]:
-                ours = {v.path for v in variables}
-                differ = sorted(ours.symmetric_difference(meta["paths"]))[:10]
-                raise ValueError(f"{paths[-1]} does not match this model/optimizer; "
-                                 f"variables that differ: {differ}")
-            for i, variable in enumerate(variables):
-                value = data[f"v{i:05d}"]
+            # Matched by position and shape: Keras' variable paths depend on how many models
+            # the process built before (`dense_1`...), the order of creation does not.
+            if len(variables) != len(meta["paths"]):
+                raise ValueError(f"{paths[-1]} holds {len(meta['paths'])} variables, this "
+                                 f"model and optimizer have {len(variables)}")
+            values = [data[f"v{i:05d}"] for i in range(len(variables))]
+            for variable, value, saved_path in zip(variables, values, meta["paths"],
+                                                   strict=True):
                 if tuple(value.shape) != tuple(variable.shape):
-                    raise ValueError(f"{paths[-1]}: {variable.path} has shape {value.shape}, "
-                                     f"the model {tuple(variable.shape)}")
+                    raise ValueError(f"{paths[-1]}: {saved_path} has shape {value.shape}, "
+                                     f"the model's {variable.path} {tuple(variable.shape)}")
+            for variable, value in zip(variables, values, strict=True):
                 variable.assign(value)
         return {"step": meta["step"], "epoch": meta["epoch"]}
 

@@ -34,12 +34,32 @@ def get_strategy(name: str = "auto", tpu: str | None = None) -> tf.distribute.St
     if name == "multi_worker":
         if "TF_CONFIG" not in os.environ:
             raise ValueError("multi_worker needs TF_CONFIG describing the cluster")
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        return _MultiWorkerMirroredStrategy()
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
         tpu="local" if tpu in (None, "") else tpu)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
+
+
+class _MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+    """`MultiWorkerMirroredStrategy` whose `reduce` takes what Keras 3's `fit` gives it.
+
+    `fit` reduces the first distributed batch (a dict here) to build the model, and the
+    per-replica scalar logs with `axis=0`; the stock strategy fails on both ("Attempt to
+    convert a value ({'input_word_ids': PerReplica...", keras-team/keras#20329, and "Invalid
+    reduction dimension 0 for input with 0 dimensions"). This one reduces leaf by leaf and
+    reduces scalars across replicas only.
+    """
+
+    def reduce(self, reduce_op, value, axis):
+        base = super()
+
+        def leaf(v):
+            rank = getattr(getattr(v, "values", [v])[0], "shape", tf.TensorShape(None)).rank
+            return base.reduce(reduce_op, v, None if rank == 0 else axis)
+
+        return tf.nest.map_structure(leaf, value)
 
 
 def _detect(tpu: str | None) -> str:

@@ -40,6 +40,10 @@ def test_prose_and_jsonl(tmp_path):
     assert docs == [["One.", "Two is here.", "Three!", "Still three's paragraph.", "Four."],
                     ["New doc.", "Ok."]]
     assert guess_format(str(prose)) == "prose"
+    chapters = tmp_path / "book.txt"
+    chapters.write_text("CHAPTER 1. Start.\n\nOne. Two.\n\nThree.\n\n\nCHAPTER 2. End.\n\nFour.\n")
+    assert list(read_documents(str(chapters), "prose")) == [
+        ["CHAPTER 1.", "Start.", "One.", "Two.", "Three."], ["CHAPTER 2.", "End.", "Four."]]
     jsonl = tmp_path / "d.jsonl"
     jsonl.write_text(json.dumps({"body": "A b. C d."}) + "\n\n" + json.dumps({"body": ""}) + "\n")
     assert list(read_documents(str(jsonl), "jsonl", text_field="body")) == [["A b.", "C d."]]
@@ -60,3 +64,4 @@ def test_embedded_corpus_is_there():
     assert len(files) >= 2
     docs = [d for f in files for d in read_documents(f, guess_format(f))]
     assert len(docs) > 100 and sum(len(d) for d in docs) > 5000
+    assert sum(d[0].startswith("CHAPTER") for d in docs) == 112  # a document per chapter

@@ -1,0 +1,228 @@
+"""A complete pretraining run: data, model, optimizer, strategy, checkpoints, metrics, curves.
+
+`run_pretraining(PretrainJob(...))` is what `keras-bert pretrain` calls; it is plain
+`model.fit` underneath. A run that is killed picks up where its last checkpoint left it when
+started again with the same arguments (the data stream is a pure function of the step).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import os
+import time
+
+import keras
+import numpy as np
+
+from keras_bert.checkpoints.model_dir import load_model_dir, save_model_dir
+from keras_bert.config import BertConfig
+from keras_bert.data.corpus import guess_format, read_documents
+from keras_bert.data.pretraining import PretrainingOptions, pretraining_dataset, tokenize_documents
+from keras_bert.data.tfrecord import read_examples
+from keras_bert.models.encoder import BertEncoder
+from keras_bert.models.pretrainer import BertPretrainer
+from keras_bert.text.tokenizer import BertTokenizer
+from keras_bert.training.checkpointing import ResumableCheckpoint, skip_consumed
+from keras_bert.training.optimizer import create_optimizer
+from keras_bert.training.plots import plot_history
+from keras_bert.training.strategy import get_strategy
+
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+DEFAULT_VOCAB = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "vocab",
+                             "corpus_uncased_8k.txt")
+
+
+@dataclasses.dataclass
+class PretrainJob:
+    """Everything a pretraining run needs; the defaults train BERT-Tiny on the embedded corpus."""
+
+    out: str
+    preset: str = "tiny"
+    corpus: list[str] | None = None  # text files (None: the embedded corpus)
+    corpus_format: str = "auto"
+    tfrecords: str | None = None  # a glob of create-pretraining-data files instead
+    vocab: str | None = None  # None: the init model's vocab, or the embedded corpus vocab
+    lower_case: bool = True
+    init: str | None = None  # a keras_bert model directory to start from
+    steps: int = 1000
+    steps_per_epoch: int = 100  # also the checkpoint and logging interval
+    batch_size: int = 32
+    seq_length: int = 128
+    max_predictions: int = 20
+    whole_word: bool = False
+    learning_rate: float = 1e-3
+    warmup_steps: int | None = None
+    weight_decay: float = 0.01
+    precision: str = "float32"
+    strategy: str = "auto"
+    jit_compile: bool = False
+    eval_fraction: float = 0.05  # of the corpus documents, held out
+    eval_steps: int = 20
+    seed: int = 12345
+    verbose: int = 1
+    callbacks: list = dataclasses.field(default_factory=list)
+
+    def __post_init__(self):
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.steps < 1 or self.steps_per_epoch < 1 or self.batch_size < 1:
+            raise ValueError("steps, steps_per_epoch and batch_size must be positive")
+        if self.steps % self.steps_per_epoch:
+            raise ValueError(f"steps ({self.steps}) must be a multiple of steps_per_epoch "
+                             f"({self.steps_per_epoch})")
+        if self.corpus and self.tfrecords:
+            raise ValueError("give a corpus or TFRecords, not both")
+
+
+def _tokenizer(job: PretrainJob) -> BertTokenizer:
+    if job.vocab:
+        return BertTokenizer(job.vocab, lower_case=job.lower_case)
+    if job.init:
+        return load_model_dir(job.init).tokenizer()
+    return BertTokenizer(DEFAULT_VOCAB, lower_case=True)
+
+
+def _datasets(job: PretrainJob, tokenizer, global_batch: int):
+    """(infinite training stream, evaluation dataset) of pretraining feature dicts."""
+    options = PretrainingOptions(seq_length=job.seq_length, max_predictions=job.max_predictions,
+                                 whole_word=job.whole_word, seed=job.seed)
+    if job.tfrecords:
+        train = read_examples(job.tfrecords, job.seq_length, job.max_predictions, global_batch,
+                              shuffle_buffer=10_000, seed=job.seed, repeat=True,
+                              drop_remainder=True)
+        evaluation = read_examples(job.tfrecords, job.seq_length, job.max_predictions,
+                                   global_batch).take(job.eval_steps)
+        return train, evaluation
+    from keras_bert.data.corpus import default_corpus_files
+
+    documents = []
+    for path in job.corpus or default_corpus_files():
+        fmt = guess_format(path) if job.corpus_format == "auto" else job.corpus_format
+        documents.extend(read_documents(path, fmt))
+    held_out_ids = _held_out(len(documents), job.eval_fraction)
+    held_out = [d for i, d in enumerate(documents) if i in held_out_ids]
+    train_docs = [d for i, d in enumerate(documents) if i not in held_out_ids]
+    train = pretraining_dataset(tokenize_documents(train_docs, tokenizer), tokenizer,
+                                global_batch, options, dynamic=True, drop_remainder=True)
+    evaluation = None
+    if len(held_out) >= 2:
+        evaluation = pretraining_dataset(tokenize_documents(held_out, tokenizer), tokenizer,
+                                         global_batch, options, dynamic=False)
+        evaluation = evaluation.take(job.eval_steps)
+    return train.repeat(), evaluation
+
+
+def _held_out(num_documents: int, fraction: float) -> set[int]:
+    """Evaluation documents: `fraction` of them (at least 2, when there are 10 or more),
+    evenly spread over the corpus, so the split is deterministic."""
+    if fraction <= 0 or num_documents < 10:
+        return set()
+    count = max(2, round(fraction * num_documents))
+    return {int(i) for i in np.linspace(0, num_documents - 1, count + 2)[1:-1].round()}
+
+
+def mlm_frequency_baseline(dataset) -> float:
+    """Accuracy of always predicting the most frequent masked token of `dataset`."""
+    counts: collections.Counter = collections.Counter()
+    for batch in dataset:
+        weights = batch["masked_lm_weights"].numpy() > 0
+        counts.update(batch["masked_lm_ids"].numpy()[weights].tolist())
+    total = sum(counts.values())
+    return counts.most_common(1)[0][1] / total if total else 0.0
+
+
+def _build_pretrainer(job: PretrainJob, tokenizer) -> BertPretrainer:
+    if job.init:
+        source = load_model_dir(job.init)
+        encoder = source.load_encoder(dtype=job.precision)
+    else:
+        config = BertConfig.from_preset(job.preset, vocab_size=tokenizer.vocab_size,
+                                        max_position_embeddings=max(512, job.seq_length))
+        encoder = BertEncoder(config, dtype=job.precision)
+    if encoder.config.vocab_size != tokenizer.vocab_size:
+        raise ValueError(f"The model's vocab_size ({encoder.config.vocab_size}) differs from "
+                         f"the vocabulary's ({tokenizer.vocab_size})")
+    return BertPretrainer(encoder)
+
+
+def run_pretraining(job: PretrainJob) -> dict:
+    """Trains, evaluates and writes `job.out`: `model/` (a keras_bert model directory),
+    `metrics.json`, `history.json`, `curves.png`, `logs/` (TensorBoard), `checkpoints/`."""
+    start = time.perf_counter()
+    os.makedirs(job.out, exist_ok=True)
+    keras.utils.set_random_seed(job.seed)
+    tokenizer = _tokenizer(job)
+    strategy = get_strategy(job.strategy)
+    global_batch = job.batch_size
+    train, evaluation = _datasets(job, tokenizer, global_batch)
+    with strategy.scope():
+        pretrainer = _build_pretrainer(job, tokenizer)
+        pretrainer.compile(
+            optimizer=create_optimizer(job.learning_rate, job.steps, job.warmup_steps,
+                                       job.weight_decay),
+            jit_compile=job.jit_compile)
+    checkpoint = ResumableCheckpoint(os.path.join(job.out, "checkpoints"))
+    state = checkpoint.restore(pretrainer)
+    epochs = job.steps // job.steps_per_epoch
+    history_path = os.path.join(job.out, "history.json")
+    # Epochs after the restored checkpoint are replayed: drop what the history says of them.
+    history = {k: v[:state["epoch"]] for k, v in _load_history(history_path).items()}
+    callbacks = [checkpoint, _HistoryFile(history_path, history),
+                 keras.callbacks.TensorBoard(os.path.join(job.out, "logs")), *job.callbacks]
+    if state["epoch"] < epochs:
+        pretrainer.fit(skip_consumed(train, state["step"]), epochs=epochs,
+                       initial_epoch=state["epoch"], steps_per_epoch=job.steps_per_epoch,
+                       validation_data=evaluation, callbacks=callbacks, verbose=job.verbose)
+    metrics = {"steps": int(pretrainer.optimizer.iterations.numpy()),
+               "train": {k: v[-1] for k, v in history.items() if not k.startswith("val_")}}
+    if evaluation is not None:
+        metrics["eval"] = {k: float(v) for k, v in pretrainer.evaluate(
+            evaluation, return_dict=True, verbose=0).items()}
+        metrics["eval"]["mlm_frequency_baseline"] = mlm_frequency_baseline(evaluation)
+    save_model_dir(pretrainer.encoder, os.path.join(job.out, "model"),
+                   _vocab_file(job, tokenizer), tokenizer.lower_case,
+                   metadata={"pretrained_steps": metrics["steps"], "preset": job.preset})
+    pretrainer.save_weights(os.path.join(job.out, "pretrainer.weights.h5"))
+    if history:
+        plot_history(history, os.path.join(job.out, "curves.png"),
+                     title=f"pretraining BERT-{job.preset}")
+    metrics["seconds"] = round(time.perf_counter() - start, 1)
+    with open(os.path.join(job.out, "metrics.json"), "w", encoding="utf-8") as f:
+        json.dump(metrics, f, indent=2)
+    return metrics
+
+
+def _vocab_file(job: PretrainJob, tokenizer) -> str:
+    if job.vocab:
+        return job.vocab
+    if job.init:
+        return load_model_dir(job.init).vocab_file
+    return DEFAULT_VOCAB
+
+
+def _load_history(path: str) -> dict:
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+class _HistoryFile(keras.callbacks.Callback):
+    """Appends each epoch's logs to `history` and rewrites `path` (survives a restart)."""
+
+    def __init__(self, path: str, history: dict):
+        super().__init__()
+        self.path = path
+        self.history = history
+
+    def on_epoch_end(self, epoch, logs=None):
+        for key, value in (logs or {}).items():
+            self.history.setdefault(key, []).append(float(np.asarray(value)))
+        with open(self.path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(self.history, f)
+        os.replace(self.path + ".tmp", self.path)
+
+
+__all__ = ["PretrainJob", "mlm_frequency_baseline", "run_pretraining"]
