@@ -1,6 +1,7 @@
 """One post-LayerNorm transformer encoder block, as in BERT."""
 
 import keras
+from keras import ops
 
 from keras_bert.layers.activations import get_activation
 from keras_bert.layers.attention import BertSelfAttention
@@ -57,9 +58,15 @@ class BertTransformerBlock(keras.layers.Layer):
                                   return_attention_scores=return_attention_scores)
         if return_attention_scores:
             attended, scores = attended
+        # The rest is position-wise: run it on [batch * seq, hidden], where each Dense is a
+        # plain 2-D matmul that TensorFlow's graph optimizer (with oneDNN, its default on
+        # x86) fuses with the bias add and the activation into one kernel.
+        shape = ops.shape(x)
+        x, attended = (ops.reshape(t, (-1, self.hidden_size)) for t in (x, attended))
         h = self.attention_layer_norm(x + self.dropout(attended, training=training))
         ffn = self.output_dense(self.intermediate(h))
         y = self.output_layer_norm(h + self.dropout(ffn, training=training))
+        y = ops.reshape(y, shape)
         if return_attention_scores:
             return y, scores
         return y

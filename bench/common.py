@@ -1,0 +1,138 @@
+"""Shared helpers of the benchmarks: thread setup, machine description, interleaved timing.
+
+Import this module *before* TensorFlow or PyTorch so that `configure_threads` can still set
+the thread pools (TensorFlow's can only be set before its runtime starts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+
+
+def configure_threads(threads: int, inter_op: int | None = None) -> dict:
+    """Sets TensorFlow's and PyTorch's thread pools to the same sizes and returns them.
+
+    `threads` is the intra-op pool of both frameworks; `inter_op` (default: `threads`) the
+    inter-op pool of both. Must run before either framework executes anything.
+    """
+    inter_op = threads if inter_op is None else inter_op
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(inter_op)
+    info = {"tf_intra_op": threads, "tf_inter_op": inter_op}
+    try:
+        import torch
+    except ImportError:
+        return info
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(inter_op)
+    except RuntimeError:  # already set (or torch's pool already started)
+        pass
+    info.update(torch_threads=torch.get_num_threads(),
+                torch_interop=torch.get_num_interop_threads())
+    return info
+
+
+def machine_description() -> dict:
+    """CPU model, core count, the SIMD flags that matter for GEMMs, and library versions."""
+    info = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "python": platform.python_version(), "cpus": os.cpu_count()}
+    try:
+        text = open("/proc/cpuinfo").read()
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        fields = {k.strip(): v.strip() for k, v in fields.items()}
+        info["cpu_model"] = fields.get("model name", "?")
+        flags = set(fields.get("flags", "").split())
+        wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16",
+                  "amx_tile", "amx_int8")
+        info["simd_flags"] = " ".join(f for f in wanted if f in flags)
+    except OSError:
+        info["cpu_model"] = platform.processor()
+    try:
+        cmd = ["lscpu"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=5).stdout
+        for line in out.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("CPU family", "Model", "Hypervisor vendor", "L2 cache",
+                               "L3 cache"):
+                info[key.strip().lower().replace(" ", "_")] = value.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    info["onednn_opts_env"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "<unset: on on x86>")
+    return info
+
+
+def load_average() -> str:
+    """The 1-minute load average (other processes on the machine skew timings)."""
+    try:
+        return open("/proc/loadavg").read().split()[0]
+    except OSError:
+        return "?"
+
+
+@dataclasses.dataclass
+class Timing:
+    """Per-run wall-clock seconds of one contender, and the CPU seconds of this process."""
+
+    name: str
+    seconds: list = dataclasses.field(default_factory=list)
+    cpu_seconds: list = dataclasses.field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def best(self) -> float:
+        return min(self.seconds)
+
+    @property
+    def cpu_per_wall(self) -> float:
+        """Mean busy cores during the runs (about the thread count when nothing competes)."""
+        return sum(self.cpu_seconds) / sum(self.seconds)
+
+
+def interleaved(contenders: dict[str, Callable[[], object]], runs: int, warmup: int = 2,
+                log: Callable[[str], None] | None = None) -> dict[str, Timing]:
+    """Times each zero-argument callable `runs` times, round-robin (A, B, C, A, B, C, ...).
+
+    Every callable must block until its result is computed. `warmup` untimed rounds come
+    first (tracing, compilation, allocator warm-up). Interleaving spreads slow drifts (and
+    other processes' load) evenly over the contenders.
+    """
+    for i in range(warmup):
+        for name, fn in contenders.items():
+            start = time.perf_counter()
+            fn()
+            if log:
+                log(f"  warm-up {i + 1}/{warmup} {name}: {time.perf_counter() - start:.2f} s")
+    timings = {name: Timing(name) for name in contenders}
+    for i in range(runs):
+        for name, fn in contenders.items():
+            cpu, start = time.process_time(), time.perf_counter()
+            fn()
+            timings[name].seconds.append(time.perf_counter() - start)
+            timings[name].cpu_seconds.append(time.process_time() - cpu)
+        if log:
+            log(f"  run {i + 1}/{runs}: " + ", ".join(
+                f"{n} {t.seconds[-1]:.3f}s" for n, t in timings.items()) +
+                f" (load {load_average()})")
+    return timings
+
+
+def markdown_table(header: list[str], rows: list[list]) -> str:
+    """A GitHub markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,275 @@
+"""Forward (inference) throughput of our `BertEncoder` against Hugging Face and keras-hub.
+
+Contenders, timed round-robin in one process (A, B, C, A, B, C, ...) after warm-up rounds:
+
+* `ours`       `keras_bert.BertEncoder`, fp32, called through `tf.function` (no XLA);
+* `ours_xla`   the same model through `tf.function(jit_compile=True)`;
+* `ours_bf16`  the same weights in a `dtype="mixed_bfloat16"` encoder (bf16 matmuls,
+               float32 variables, softmax and LayerNorm statistics);
+* `hf`         `transformers.BertModel`, PyTorch eager, `torch.inference_mode()`, fp32;
+* `keras_hub`  `keras_hub.models.BertBackbone` of the same size (TensorFlow backend), fp32,
+               through `tf.function`;
+* `gemm`       a plain fp32 `tf.matmul` of the encoder's dominant shape
+               `[batch*seq, hidden] x [hidden, intermediate]`, as the machine's achievable
+               matmul rate in this run.
+
+All models have random weights, random ids and a full mask. The FLOP count of a forward is
+that of its matmuls (QKV, attention scores, probabilities x values, output projection, FFN:
+`2*m*n*k` each); "of GEMM" is the encoder's FLOP rate as a fraction of `gemm`'s.
+
+    .venv/bin/python bench/encoder_forward.py                 # both configs, ~5-10 minutes
+    .venv/bin/python bench/encoder_forward.py --quick         # smoke check, seconds
+    .venv/bin/python bench/encoder_forward.py --configs base --contenders ours,hf
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402  (sets up the thread pools before TF/torch start)
+
+CONFIGS = {
+    # name: (num_layers, hidden_size, num_heads, intermediate_size, vocab_size)
+    "minilm-l6": (6, 384, 12, 1536, 30522),
+    "base": (12, 768, 12, 3072, 30522),
+    "tiny": (2, 64, 4, 256, 1000),  # --quick
+}
+ALL_CONTENDERS = ("ours", "ours_xla", "ours_bf16", "hf", "keras_hub", "gemm")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--configs", default="minilm-l6,base",
+                   help=f"comma-separated, of {sorted(CONFIGS)} (default: minilm-l6,base)")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--runs", type=int, default=7, help="timed rounds (median reported)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed rounds first")
+    p.add_argument("--threads", type=int, default=2,
+                   help="intra-op threads of TensorFlow and PyTorch (default 2)")
+    p.add_argument("--inter-op", type=int, default=None,
+                   help="inter-op threads of both (default: = --threads)")
+    p.add_argument("--contenders", default=",".join(ALL_CONTENDERS),
+                   help=f"comma-separated subset of {','.join(ALL_CONTENDERS)}")
+    p.add_argument("--layers", type=int, default=None,
+                   help="override every config's layer count (e.g. 1 for many short, "
+                        "less disturbed timings on a busy machine)")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny config, batch 2, seq 16, 2 runs: a smoke check")
+    p.add_argument("--quiet", action="store_true", help="no per-run log lines")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.configs, args.batch, args.seq, args.runs, args.warmup = "tiny", 2, 16, 2, 1
+    args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    args.contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
+    for c in args.configs:
+        if c not in CONFIGS:
+            p.error(f"unknown config {c!r}")
+    for c in args.contenders:
+        if c not in ALL_CONTENDERS:
+            p.error(f"unknown contender {c!r}")
+    return args
+
+
+def forward_flops(layers, hidden, intermediate, batch, seq) -> int:
+    """Matmul FLOPs of one encoder forward (the pooler's tiny matmul left out)."""
+    tokens = batch * seq
+    per_layer = (2 * tokens * hidden * 3 * hidden      # Q, K, V projections
+                 + 2 * batch * seq * seq * hidden      # scores, all heads
+                 + 2 * batch * seq * seq * hidden      # probabilities x values
+                 + 2 * tokens * hidden * hidden        # attention output projection
+                 + 2 * 2 * tokens * hidden * intermediate)  # FFN in and out
+    return layers * per_layer
+
+
+def cosine_rows(a, b):
+    """Cosine similarity of matching rows of two 2-D arrays."""
+    import numpy as np
+
+    a, b = np.asarray(a, "float64"), np.asarray(b, "float64")
+    return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+
+
+def build_contenders(name, args, log):
+    """The zero-argument callables to time for config `name`, plus extra facts to report."""
+    import numpy as np
+    import tensorflow as tf
+
+    import keras_bert
+
+    layers, hidden, heads, intermediate, vocab = CONFIGS[name]
+    layers = args.layers or layers
+    batch, seq = args.batch, args.seq
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1, vocab, (batch, seq)).astype("int32")
+    mask = np.ones((batch, seq), "int32")
+    types = np.zeros((batch, seq), "int32")
+    config = keras_bert.BertConfig(vocab_size=vocab, hidden_size=hidden, num_layers=layers,
+                                   num_heads=heads, intermediate_size=intermediate)
+    inputs = {"input_word_ids": tf.constant(ids), "input_mask": tf.constant(mask),
+              "input_type_ids": tf.constant(types)}
+    fns, facts = {}, {}
+    want = set(args.contenders)
+
+    ours = keras_bert.BertEncoder(config)
+    ours_fn = tf.function(lambda x: ours(x, training=False)["pooled_output"])
+    if "ours" in want:
+        fns["ours"] = lambda: ours_fn(inputs).numpy()
+    if "ours_xla" in want:
+        xla_fn = tf.function(lambda x: ours(x, training=False)["pooled_output"],
+                             jit_compile=True)
+        fns["ours_xla"] = lambda: xla_fn(inputs).numpy()
+    if "ours_bf16" in want:
+        bf16 = keras_bert.BertEncoder(config, dtype="mixed_bfloat16")
+        bf16.set_weights(ours.get_weights())
+        bf16_fn = tf.function(lambda x: bf16(x, training=False))
+        fns["ours_bf16"] = lambda: bf16_fn(inputs)["pooled_output"].numpy()
+        ref = ours(inputs, training=False)
+        low = bf16_fn(inputs)
+        pooled = cosine_rows(ref["pooled_output"], low["pooled_output"])
+        tokens = cosine_rows(np.reshape(ref["sequence_output"], (-1, hidden)),
+                             np.reshape(low["sequence_output"], (-1, hidden)))
+        facts["bf16_pooled_cosine_min"] = float(pooled.min())
+        facts["bf16_pooled_cosine_mean"] = float(pooled.mean())
+        facts["bf16_token_cosine_min"] = float(tokens.min())
+        log(f"  bf16 vs fp32: pooled cosine min {pooled.min():.6f} mean {pooled.mean():.6f}, "
+            f"token cosine min {tokens.min():.6f}")
+    if "hf" in want:
+        import torch
+        import transformers
+
+        hf_config = transformers.BertConfig(
+            vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+            num_attention_heads=heads, intermediate_size=intermediate, hidden_act="gelu")
+        hf = transformers.BertModel(hf_config).eval()
+        facts["hf_attn_implementation"] = getattr(hf.config, "_attn_implementation", "?")
+        hf_inputs = {"input_ids": torch.from_numpy(ids.astype("int64")),
+                     "attention_mask": torch.from_numpy(mask.astype("int64")),
+                     "token_type_ids": torch.from_numpy(types.astype("int64"))}
+
+        def run_hf():
+            with torch.inference_mode():
+                return hf(**hf_inputs).pooler_output
+
+        fns["hf"] = run_hf
+    if "keras_hub" in want:
+        import keras_hub
+
+        kh = keras_hub.models.BertBackbone(
+            vocabulary_size=vocab, num_layers=layers, num_heads=heads, hidden_dim=hidden,
+            intermediate_dim=intermediate, max_sequence_length=512, num_segments=2)
+        kh_inputs = {"token_ids": inputs["input_word_ids"],
+                     "segment_ids": inputs["input_type_ids"],
+                     "padding_mask": tf.cast(inputs["input_mask"], "bool")}
+        kh_fn = tf.function(lambda x: kh(x, training=False)["pooled_output"])
+        fns["keras_hub"] = lambda: kh_fn(kh_inputs).numpy()
+    if "gemm" in want:
+        a = tf.random.normal((batch * seq, hidden))
+        b = tf.random.normal((hidden, intermediate))
+        gemm_fn = tf.function(lambda a, b: tf.matmul(a, b))
+        gemm_flops = 2 * batch * seq * hidden * intermediate
+        # Repeat so that one timed call does about as much work as a few encoder layers.
+        reps = min(50, max(1, math.ceil(1.5e11 / gemm_flops)))
+
+        def run_gemm():
+            for _ in range(reps):
+                out = gemm_fn(a, b)
+            return out.numpy()
+
+        fns["gemm"] = run_gemm
+        facts["gemm_shape"] = f"{batch * seq}x{hidden}x{intermediate}"
+        facts["gemm_flops_per_call"] = gemm_flops * reps
+    facts["forward_flops"] = forward_flops(layers, hidden, intermediate, batch, seq)
+    return fns, facts
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    threads = common.configure_threads(args.threads, args.inter_op)
+    import keras
+    import tensorflow as tf
+
+    machine = common.machine_description()
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
+    print("# Encoder forward throughput\n")
+    print("command: " + " ".join([os.path.relpath(sys.executable)] + sys.argv))
+    for k, v in machine.items():
+        print(f"{k}: {v}")
+    print(f"threads: {threads}")
+    versions = {"tensorflow": tf.__version__, "keras": keras.__version__}
+    for mod in ("torch", "transformers", "keras_hub"):
+        try:
+            versions[mod] = __import__(mod).__version__
+        except ImportError:
+            pass
+    print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    print(f"batch {args.batch}, seq {args.seq}, {args.warmup} warm-up + {args.runs} timed "
+          f"rounds, round-robin; median (best) per forward\n", flush=True)
+
+    rows, summary = [], []
+    for name in args.configs:
+        layers, hidden, heads, intermediate, vocab = CONFIGS[name]
+        layers = args.layers or layers
+        log(f"## {name}: {layers} layers, hidden {hidden}, {heads} heads, FFN {intermediate}")
+        fns, facts = build_contenders(name, args, log)
+        timings = common.interleaved(fns, args.runs, args.warmup, log)
+        flops = facts["forward_flops"]
+        gemm_rate = None
+        if "gemm" in timings:
+            gemm_rate = facts["gemm_flops_per_call"] / timings["gemm"].median / 1e9
+        for cname, t in timings.items():
+            if cname == "gemm":
+                rows.append([name, f"gemm {facts['gemm_shape']} (fp32 ref)", "", "", "",
+                             f"{gemm_rate:.0f}", "100%", f"{t.cpu_per_wall:.2f}"])
+                continue
+            rate = flops / t.median / 1e9
+            of_gemm = f"{rate / gemm_rate:.0%}" if gemm_rate and "bf16" not in cname else ""
+            rows.append([name, cname, f"{t.median * 1e3:.0f} ({t.best * 1e3:.0f})",
+                         f"{args.batch / t.median:.1f}", f"{args.batch / t.best:.1f}",
+                         f"{rate:.0f}", of_gemm, f"{t.cpu_per_wall:.2f}"])
+        med = {c: t.median for c, t in timings.items()}
+        best = {c: t.best for c, t in timings.items()}
+        if "ours" in med:
+            for other, label in (("hf", "ours / HF torch"), ("keras_hub", "ours / keras-hub"),
+                                 ("ours_xla", "ours XLA / ours"),
+                                 ("ours_bf16", "ours bf16 / ours fp32")):
+                if other in med:
+                    num, den = (other, "ours") if other.startswith("ours_") else ("ours", other)
+                    summary.append([name, label, f"{med[den] / med[num]:.2f}x",
+                                    f"{best[den] / best[num]:.2f}x"])
+            if gemm_rate:
+                gemm_best_rate = facts["gemm_flops_per_call"] / timings["gemm"].best / 1e9
+                summary.append([name, "ours GFLOP/s / same-run GEMM GFLOP/s",
+                                f"{flops / med['ours'] / 1e9 / gemm_rate:.0%}",
+                                f"{flops / best['ours'] / 1e9 / gemm_best_rate:.0%}"])
+        if "bf16_pooled_cosine_min" in facts:
+            summary.append([name, "bf16 vs fp32 pooled cosine (min / mean over batch)",
+                            f"{facts['bf16_pooled_cosine_min']:.6f}",
+                            f"{facts['bf16_pooled_cosine_mean']:.6f}"])
+            summary.append([name, "bf16 vs fp32 sequence_output cosine (min over tokens)",
+                            f"{facts['bf16_token_cosine_min']:.6f}", ""])
+        if "hf_attn_implementation" in facts:
+            summary.append([name, "HF attention implementation",
+                            facts["hf_attn_implementation"], ""])
+        log(f"  forward = {flops / 1e9:.1f} GFLOP; load average now {common.load_average()}\n")
+        del fns
+        keras.backend.clear_session()
+
+    print(common.markdown_table(
+        ["config", "contender", "ms/batch median (best)", "seq/s median", "seq/s best",
+         "GFLOP/s (median)", "of GEMM", "busy cores"], rows))
+    print()
+    print(common.markdown_table(["config", "ratio", "median", "best"], summary))
+    print(f"\nload average at the end: {common.load_average()} "
+          f"(anything above ~{args.threads} means other processes competed for the cores)")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    main()
