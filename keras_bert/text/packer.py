@@ -34,8 +34,8 @@ class BertPacker(tf.Module):
     """Packs ragged token ids into the three BERT input tensors.
 
     Args:
-      seq_length: output length; `None` pads each batch to its longest packed row
-        (capped by `max_length`).
+      seq_length: output length (an int, or a scalar int tensor inside a `tf.function`);
+        `None` pads each batch to its longest packed row (capped by `max_length`).
       cls_id, sep_id, pad_id: the special token ids (from the tokenizer's vocab).
       max_length: the longest packed sequence when `seq_length` is None (the model's
         `max_position_embeddings`).
@@ -44,13 +44,13 @@ class BertPacker(tf.Module):
     dict of int32 `[batch, seq_length]`: `input_word_ids`, `input_mask`, `input_type_ids`.
     """
 
-    def __init__(self, seq_length: int | None, cls_id: int, sep_id: int, pad_id: int = 0,
+    def __init__(self, seq_length, cls_id: int, sep_id: int, pad_id: int = 0,
                  max_length: int = 512, name: str | None = None):
         super().__init__(name=name)
-        if seq_length is not None and seq_length < 3:
+        if isinstance(seq_length, int) and seq_length < 3:
             raise ValueError(f"seq_length must be at least 3 ([CLS] x [SEP]), got {seq_length}")
-        self.seq_length = seq_length
-        self.max_length = seq_length or max_length
+        self.seq_length = seq_length  # an int, None, or a scalar int32 tensor
+        self.max_length = seq_length if seq_length is not None else max_length
         self.cls_id, self.sep_id, self.pad_id = int(cls_id), int(sep_id), int(pad_id)
 
     def truncate(self, segments: list[tf.RaggedTensor]) -> list[tf.RaggedTensor]:
@@ -65,6 +65,7 @@ class BertPacker(tf.Module):
         raise ValueError(f"BertPacker takes one or two segments, got {len(segments)}")
 
     def __call__(self, segments) -> dict[str, tf.Tensor]:
+        """Packs one or two segments (see the class docstring)."""
         if isinstance(segments, (tf.RaggedTensor, tf.Tensor)):
             segments = [segments]
         segments = [_as_ragged(s) for s in segments]
@@ -78,6 +79,8 @@ class BertPacker(tf.Module):
         ids = tf.concat(ids, axis=1)
         type_ids = tf.concat(type_ids, axis=1)
         shape = [None, self.seq_length]
+        if isinstance(self.seq_length, tf.Tensor):  # a length given at run time
+            shape = tf.stack([ids.nrows(), tf.cast(self.seq_length, tf.int64)])
         return {
             "input_word_ids": ids.to_tensor(self.pad_id, shape=shape),
             "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),

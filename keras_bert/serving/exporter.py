@@ -1,0 +1,127 @@
+"""`export_model`: a keras_bert model directory -> `BASE/<version>/` for TensorFlow Serving.
+
+The version directory holds `saved_model.pb`, `variables/` (each variable once),
+`assets/` (`vocab.txt`, and `labels.txt` for classifiers, for people and clients: the graph
+itself holds both as constants) and `assets.extra/tf_serving_warmup_requests`. Before the
+version appears, every op of the graph is checked against the target model server
+(`keras_bert.serving.op_audit`); an incompatible graph is refused, naming the op.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
+from keras_bert.serving.module import ServingModule
+from keras_bert.serving.outputs import (
+    classification_outputs,
+    embedding_outputs,
+    regression_outputs,
+)
+from keras_bert.serving.versions import atomic_version_dir
+from keras_bert.serving.warmup import predict_log, write_warmup
+
+DEFAULT_TARGET = "serving-2.13+"
+WARMUP_TEXTS = ["Call me Ishmael.", "The State of the Union is strong.",
+                "BERT reads a whole sentence at once, in both directions."]
+
+
+@dataclasses.dataclass
+class ExportedModel:
+    """Where an export went and what it serves."""
+
+    path: str
+    version: int
+    task: str
+    signatures: dict[str, dict[str, list[str]]]
+
+
+def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
+                         pooling: str | None = None, max_length: int | None = None
+                         ) -> tuple[ServingModule, str, dict]:
+    """The `ServingModule` for a model directory: `(module, task, asset files)`.
+
+    Texts are truncated at `seq_length`, else `max_length`, else the task's training
+    sequence length (encoders: their `max_position_embeddings`, at most 512).
+    """
+    task = dict(model_dir.metadata.get("task") or {"kind": "embed"})
+    kind = task["kind"]
+    tokenizer = model_dir.tokenizer()
+    assets = {"vocab.txt": model_dir.vocab_file}
+    max_length = int(max_length or task.get("seq_length")
+                     or min(512, model_dir.config.max_position_embeddings))
+    if kind == "embed":
+        model = model_dir.load_encoder()
+        outputs = embedding_outputs(pooling or task.get("pooling", "pooled"))
+        pair = False
+    else:
+        from keras_bert.training.finetune import load_task_model
+
+        loaded = load_task_model(model_dir.path)
+        model, pair = loaded.model, bool(task.get("pair", False))
+        if kind == "classify":
+            outputs = classification_outputs(list(loaded.labels.names))
+            assets["labels.txt"] = os.path.join(model_dir.path, "labels.txt")
+        elif kind == "regress":
+            outputs = regression_outputs()
+        else:
+            raise ValueError(f"Exporting task {kind!r} is not supported yet")
+    module = ServingModule(model, tokenizer, outputs, seq_length=seq_length,
+                           max_length=max_length, pair=pair)
+    return module, kind, assets
+
+
+def export_model(model_dir: str, base_dir: str, version: int | None = None,
+                 seq_length: int | None = None, pooling: str | None = None,
+                 max_length: int | None = None, target: str | None = DEFAULT_TARGET,
+                 model_name: str = "bert", warmup_texts: list[str] | None = None
+                 ) -> ExportedModel:
+    """Exports `model_dir` as version `version` (default: the next one) under `base_dir`.
+
+    `seq_length` fixes the sequence length (static shapes, for TPU/XLA serving); by
+    default each request is padded to its longest text, truncated at `max_length` (see
+    `build_serving_module`). `target` names the model servers
+    the graph must load in (None skips the op audit).
+    """
+    source = load_model_dir(model_dir)
+    module, kind, assets = build_serving_module(source, seq_length, pooling, max_length)
+    signatures = module.signatures()
+    # The asset files travel in `assets/` (copied by the saver because they are tracked).
+    module.asset_files = {name: tf.saved_model.Asset(path) for name, path in assets.items()}
+    with atomic_version_dir(base_dir, version) as (tmp, number):
+        tf.saved_model.save(module, tmp, signatures=signatures)
+        _rename_assets(tmp, assets)
+        if target:
+            from keras_bert.serving.op_audit import check
+
+            check(tmp, target)
+        texts = np.array(warmup_texts or WARMUP_TEXTS, dtype=object)
+        inputs = {"text": texts}
+        if module.pair:
+            inputs["text_b"] = texts[::-1]
+        write_warmup(tmp, [predict_log(model_name, "serving_default", inputs)])
+    path = os.path.join(base_dir, str(number))
+    return ExportedModel(path, number, kind, describe_signatures(signatures))
+
+
+def _rename_assets(export_dir: str, assets: dict[str, str]) -> None:
+    """The saver keeps source file names; make sure the documented names exist."""
+    folder = os.path.join(export_dir, "assets")
+    for name, source in assets.items():
+        copied = os.path.join(folder, os.path.basename(source))
+        target = os.path.join(folder, name)
+        if os.path.exists(copied) and not os.path.exists(target):
+            tf.io.gfile.copy(copied, target)
+
+
+def describe_signatures(signatures: dict) -> dict[str, dict[str, list[str]]]:
+    """`{signature: {"inputs": [...], "outputs": [...]}}` of concrete functions."""
+    out = {}
+    for name, fn in signatures.items():
+        inputs = sorted(spec.name for spec in tf.nest.flatten(fn.structured_input_signature))
+        out[name] = {"inputs": inputs, "outputs": sorted(fn.structured_outputs)}
+    return out

@@ -1,0 +1,40 @@
+"""The named outputs of each task's `serving_default` (postprocessing inside the graph)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from keras_bert.models.pooling import pool
+
+
+def embedding_outputs(pooling: str = "pooled"):
+    """Encoder export: `embedding` (see `keras_bert.models.pooling.pool`), `pooled_output`."""
+    def outputs(model_outputs, inputs):
+        return {"embedding": tf.cast(pool(model_outputs, inputs["input_mask"], pooling),
+                                     tf.float32),
+                "pooled_output": tf.cast(model_outputs["pooled_output"], tf.float32)}
+    return outputs
+
+
+def _logits(model_outputs):
+    logits = model_outputs["logits"] if isinstance(model_outputs, dict) else model_outputs
+    return tf.cast(logits, tf.float32)
+
+
+def classification_outputs(label_names: list[str]):
+    """`logits`, `probabilities`, `label_id` and `label` (the label's name)."""
+    names = tf.constant(label_names, tf.string)
+
+    def outputs(model_outputs, inputs):
+        logits = _logits(model_outputs)
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"logits": logits, "probabilities": tf.nn.softmax(logits),
+                "label_id": label_id, "label": tf.gather(names, label_id)}
+    return outputs
+
+
+def regression_outputs():
+    """`score`: the regression output, one float per text."""
+    def outputs(model_outputs, inputs):
+        return {"score": tf.reshape(_logits(model_outputs), [-1])}
+    return outputs

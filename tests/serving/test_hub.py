@@ -1,0 +1,61 @@
+"""The TF Hub-style preprocess + encoder pair, loaded back with TensorFlow alone."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert import BertConfig
+from keras_bert.models import BertPretrainer
+from keras_bert.serving.hub import export_hub_pair
+from keras_bert.text import BertTokenizer
+from keras_bert.text.packer import BertPacker
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "call", "me", "ish", "##mael", ".",
+         "who", "?", "the", "whale"]
+CONFIG = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_layers=2, num_heads=2,
+                    intermediate_size=32, max_position_embeddings=64)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    tokenizer = BertTokenizer(VOCAB)
+    pretrainer = BertPretrainer.from_bert_config(CONFIG)
+    paths = export_hub_pair(pretrainer.encoder, tokenizer, str(tmp_path_factory.mktemp("hub")),
+                            pretrainer=pretrainer, default_seq_length=12)
+    return paths, tokenizer, pretrainer
+
+
+def test_preprocess(exported):
+    paths, tokenizer, _ = exported
+    preprocess = tf.saved_model.load(paths["preprocess"])
+    texts = tf.constant(["Call me Ishmael.", "Who? The whale."])
+    ids = preprocess.tokenize(texts)
+    assert ids.to_list() == tokenizer.tokenize(texts).to_list() == [[5, 6, 7, 8, 9],
+                                                                   [10, 11, 12, 13, 9]]
+    packed = preprocess(texts)
+    assert packed["input_word_ids"].shape == (2, 12)
+    pair = preprocess.bert_pack_inputs([ids, ids], seq_length=9)
+    expected = BertPacker(9, 2, 3, 0)([ids, ids])
+    for name in expected:
+        np.testing.assert_array_equal(pair[name], expected[name])
+    assert pair["input_word_ids"].numpy()[0].tolist() == [2, 5, 6, 7, 3, 5, 6, 7, 3]
+    assert preprocess.bert_pack_inputs([ids], seq_length=20)["input_mask"].shape == (2, 20)
+
+
+def test_encoder_and_mlm(exported):
+    paths, tokenizer, pretrainer = exported
+    preprocess = tf.saved_model.load(paths["preprocess"])
+    encoder = tf.saved_model.load(paths["encoder"])
+    inputs = preprocess(tf.constant(["Call me Ishmael.", "The whale?"]))
+    out = encoder(inputs)
+    expected = pretrainer.encoder(inputs)
+    np.testing.assert_allclose(out["pooled_output"], expected["pooled_output"], atol=1e-6)
+    np.testing.assert_allclose(out["default"], expected["pooled_output"], atol=1e-6)
+    assert len(out["encoder_outputs"]) == 2
+    served = encoder.signatures["serving_default"](**inputs)
+    assert sorted(served) == ["default", "pooled_output", "sequence_output"]
+    positions = tf.constant([[1, 2], [3, 1]], tf.int32)
+    mlm = encoder.mlm({**inputs, "masked_lm_positions": positions})["mlm_logits"]
+    np.testing.assert_allclose(
+        mlm, pretrainer({**inputs, "masked_lm_positions": positions})["mlm_logits"], atol=1e-5)
+    assert mlm.shape == (2, 2, len(VOCAB))
