@@ -226,24 +226,11 @@ def pretrainer_to_hf_state(pretrainer: BertPretrainer) -> dict[str, np.ndarray]:
 def save_hf_pretrainer(pretrainer: BertPretrainer, path: str, vocab_file: str | None = None,
                        lower_case: bool | None = None) -> str:
     """Writes `config.json` and `model.safetensors` loadable by HF `BertForPreTraining`."""
-    from safetensors.numpy import save_file
 
-    os.makedirs(path, exist_ok=True)
     config = pretrainer.config.to_hf_dict()
     config["architectures"] = ["BertForPreTraining"]
-    with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-        f.write("\n")
-    save_file(pretrainer_to_hf_state(pretrainer), os.path.join(path, "model.safetensors"),
-              metadata={"format": "pt"})
-    if vocab_file:
-        with open(vocab_file, encoding="utf-8") as src, \
-                open(os.path.join(path, "vocab.txt"), "w", encoding="utf-8") as dst:
-            dst.write(src.read())
-    if lower_case is not None:
-        with open(os.path.join(path, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-            json.dump({"do_lower_case": lower_case, "tokenizer_class": "BertTokenizer"}, f)
-    return path
+    return huggingface.write_hf_dir(path, config, pretrainer_to_hf_state(pretrainer),
+                                    vocab_file, lower_case)
 
 
 __all__ = ["GOOGLE_HEAD_TABLE", "HF_HEAD_TABLE", "LoadReport", "head_variables",

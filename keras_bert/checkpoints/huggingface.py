@@ -132,15 +132,17 @@ def encoder_to_hf_state(encoder: BertEncoder) -> dict[str, np.ndarray]:
     return {k: np.ascontiguousarray(v) for k, v in to_format(ENCODER_TABLE, ours).items()}
 
 
-def save_hf_dir(encoder: BertEncoder, path: str, vocab_file: str | None = None,
-                lower_case: bool | None = None) -> str:
-    """Writes `config.json`, `model.safetensors` (and `vocab.txt`) loadable by `BertModel`."""
+def write_hf_dir(path: str, config: dict, state: dict[str, np.ndarray],
+                 vocab_file: str | None = None, lower_case: bool | None = None) -> str:
+    """Writes a HF model directory: `config.json`, `model.safetensors`, optionally
+    `vocab.txt` and `tokenizer_config.json`."""
     from safetensors.numpy import save_file
 
     os.makedirs(path, exist_ok=True)
-    encoder.config.save_json(os.path.join(path, "config.json"), flavor="hf")
-    save_file(encoder_to_hf_state(encoder), os.path.join(path, "model.safetensors"),
-              metadata={"format": "pt"})
+    with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+        f.write("\n")
+    save_file(state, os.path.join(path, "model.safetensors"), metadata={"format": "pt"})
     if vocab_file:
         with open(vocab_file, encoding="utf-8") as src, \
                 open(os.path.join(path, "vocab.txt"), "w", encoding="utf-8") as dst:
@@ -151,5 +153,12 @@ def save_hf_dir(encoder: BertEncoder, path: str, vocab_file: str | None = None,
     return path
 
 
+def save_hf_dir(encoder: BertEncoder, path: str, vocab_file: str | None = None,
+                lower_case: bool | None = None) -> str:
+    """Writes `config.json`, `model.safetensors` (and `vocab.txt`) loadable by `BertModel`."""
+    return write_hf_dir(path, encoder.config.to_hf_dict(), encoder_to_hf_state(encoder),
+                        vocab_file, lower_case)
+
+
 __all__ = ["CheckpointMismatchError", "ENCODER_TABLE", "load_hf_dir", "load_hf_weights",
-           "read_weights", "save_hf_dir"]
+           "read_weights", "save_hf_dir", "write_hf_dir"]

@@ -10,11 +10,13 @@ from keras_bert.cli import (
     convert,
     create_pretraining_data,
     encode,
+    export,
     pretrain,
     tokenize,
 )
 
-COMMANDS = (convert, encode, tokenize, build_vocab, create_pretraining_data, pretrain)
+COMMANDS = (convert, encode, tokenize, build_vocab, create_pretraining_data, pretrain,
+            export)
 
 
 def build_parser() -> argparse.ArgumentParser:

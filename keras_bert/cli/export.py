@@ -1,0 +1,59 @@
+"""`keras-bert export MODEL_DIR BASE_DIR`: a versioned SavedModel for TensorFlow Serving."""
+
+from __future__ import annotations
+
+import json
+
+
+def register(subparsers) -> None:
+    """Adds the `export` subcommand."""
+    p = subparsers.add_parser(
+        "export", help="export a model directory for TensorFlow Serving",
+        description="Writes BASE_DIR/<version>/ (saved_model.pb, variables/, assets/, "
+                    "assets.extra/tf_serving_warmup_requests) with the tokenizer inside: "
+                    "serving_default takes raw strings, serve_ids takes token ids. The graph "
+                    "is checked against the target model servers' ops before it appears. "
+                    "With --hub, writes a TF Hub-style preprocess/ + encoder/ pair instead.")
+    p.add_argument("model_dir", help="keras_bert model directory")
+    p.add_argument("base_dir", help="model base directory (versions are subdirectories)")
+    p.add_argument("--version", type=int, help="version number (default: the next free one)")
+    p.add_argument("--seq-length", type=int,
+                   help="static sequence length (TPU/XLA); default: pad to the longest text")
+    p.add_argument("--max-length", type=int, help="truncation length when not static")
+    p.add_argument("--pooling", choices=("pooled", "cls", "mean"),
+                   help="encoder exports: the `embedding` output")
+    p.add_argument("--target", default="serving-2.13+",
+                   help="model servers the graph must load in (see `keras-bert audit`)")
+    p.add_argument("--no-audit", action="store_true", help="skip the op audit")
+    p.add_argument("--model-name", default="bert", help="model name in the warmup requests")
+    p.add_argument("--hub", action="store_true",
+                   help="write BASE_DIR/preprocess and BASE_DIR/encoder (TF Hub style)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    """Exports and prints where the version went and its signatures."""
+    if args.hub:
+        from keras_bert.checkpoints import load_model_dir
+        from keras_bert.serving.hub import export_hub_pair
+
+        model_dir = load_model_dir(args.model_dir)
+        paths = export_hub_pair(model_dir.load_encoder(), model_dir.tokenizer(), args.base_dir,
+                                default_seq_length=args.seq_length or 128)
+        if not args.no_audit:
+            from keras_bert.serving.op_audit import check
+
+            for path in paths.values():
+                check(path, args.target)
+        print(json.dumps(paths, indent=2))
+        return 0
+    from keras_bert.serving.exporter import export_model
+
+    exported = export_model(args.model_dir, args.base_dir, version=args.version,
+                            seq_length=args.seq_length, pooling=args.pooling,
+                            max_length=args.max_length,
+                            target=None if args.no_audit else args.target,
+                            model_name=args.model_name)
+    print(f"exported version {exported.version} ({exported.task}) to {exported.path}")
+    print(json.dumps(exported.signatures, indent=2))
+    return 0
