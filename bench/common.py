@@ -6,14 +6,36 @@ the thread pools (TensorFlow's can only be set before its runtime starts).
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
 import os
-import platform
-import statistics
-import subprocess
-import time
-from collections.abc import Callable
+import sys
+
+
+def _unshadow_stdlib() -> None:
+    """Takes `bench/` off the import path: `bench/tokenizer_speed.py` would shadow the standard
+    library's `tokenize` (imported by `linecache`, hence by `traceback`, `inspect`, ...)
+    when a script in `bench/` runs as `python bench/<script>.py` (Python puts the script's
+    folder first on the path). Runs before this module's other imports."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    module = sys.modules.get("tokenize")
+    if module is not None and os.path.dirname(
+            os.path.abspath(getattr(module, "__file__", None) or os.curdir)) == here:
+        del sys.modules["tokenize"]
+        import tokenize
+
+        if "linecache" in sys.modules:
+            sys.modules["linecache"].tokenize = tokenize
+
+
+_unshadow_stdlib()
+
+import dataclasses  # noqa: E402
+import datetime  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
 
 def configure_threads(threads: int, inter_op: int | None = None) -> dict:

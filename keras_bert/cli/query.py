@@ -1,0 +1,63 @@
+"""`keras-bert query TEXT...`: ask a TF Serving (or `keras-bert serve`) model; one JSON object
+per text."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+
+
+def register(subparsers) -> None:
+    """Adds the `query` subcommand."""
+    p = subparsers.add_parser(
+        "query", help="query a served model over gRPC or REST",
+        description="Sends raw texts to a model served by TensorFlow Serving or `keras-bert "
+                    "serve` and prints one JSON object of named outputs per text (or, with "
+                    "--status/--metadata, the model's status or signatures).")
+    p.add_argument("texts", nargs="*", metavar="TEXT", help="texts to send")
+    p.add_argument("--server", default=None,
+                   help="HOST:PORT (default 127.0.0.1:8500, or 127.0.0.1:8501 with --rest)")
+    p.add_argument("--model-name", default="bert", help="the served model's name (default bert)")
+    p.add_argument("--rest", action="store_true", help="use the REST API instead of gRPC")
+    p.add_argument("--signature", default="serving_default",
+                   help="signature name (default serving_default)")
+    p.add_argument("--version", type=int, help="model version (default: the latest)")
+    p.add_argument("--text-b", action="append",
+                   help="second segment for pair tasks (once per TEXT, in order)")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+    p.add_argument("--status", action="store_true", help="print the model's version status")
+    p.add_argument("--metadata", action="store_true", help="print the model's signatures")
+    p.set_defaults(run=run)
+
+
+def _json_default(value):
+    if isinstance(value, bytes):
+        return {"b64": base64.b64encode(value).decode("ascii")}
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def run(args) -> int:
+    """Queries the server and prints JSON lines; server errors exit with status 1."""
+    from keras_bert.serving.client import GrpcClient, RestClient, ServerError
+
+    if not (args.texts or args.status or args.metadata):
+        raise ValueError("give at least one TEXT (or --status / --metadata)")
+    if args.rest:
+        client = RestClient(args.server or "127.0.0.1:8501", args.model_name, args.timeout)
+    else:
+        client = GrpcClient(args.server or "127.0.0.1:8500", args.model_name, args.timeout)
+    try:
+        if args.status:
+            print(json.dumps(client.status(args.version)))
+        if args.metadata:
+            print(json.dumps(client.metadata(args.version)))
+        if args.texts:
+            for row in client.predict(args.texts, args.text_b, args.signature, args.version):
+                print(json.dumps(row, default=_json_default))
+    except ServerError as e:
+        print(f"keras-bert query: {e}", file=sys.stderr)
+        return 1
+    finally:
+        client.close()
+    return 0

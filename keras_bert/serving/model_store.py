@@ -1,0 +1,504 @@
+"""The model side of the development server: versions under a base directory, loaded with
+`tf.saved_model.load`, validated requests, warmup, and TF Serving's "latest" version policy.
+
+Serving needs only TensorFlow and TF Text (imported here: it registers the tokenizer's ops):
+this module uses no Keras or model code (the `keras_bert` package's `__init__` still imports
+Keras when the package is imported). Transport code (`server.py`, `rest.py`) turns requests into
+`name -> np.ndarray` inputs and calls `ServedVersion.run`; every problem a client can cause is
+a `ServingError` carrying the gRPC status code the transports report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import os
+import queue
+import re
+import threading
+import time
+
+import grpc
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the tokenizer's ops, as the model server does)
+
+from keras_bert.serving.versions import existing_versions
+from keras_bert.serving.warmup import WARMUP_FILE
+
+log = logging.getLogger("keras_bert.serving")
+
+DEFAULT_SIGNATURE = "serving_default"
+# One string element of a request (a BERT text is truncated at 512 tokens: a few KiB).
+DEFAULT_MAX_STRING_BYTES = 1 << 20
+# Whole request messages (gRPC's max receive length; the REST body limit).
+DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
+
+START, LOADING, AVAILABLE, UNLOADING, END = "START", "LOADING", "AVAILABLE", "UNLOADING", "END"
+
+
+class ServingError(Exception):
+    """A request the server refuses: a gRPC status code and a message for the client."""
+
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def not_found(message: str) -> ServingError:
+    """A NOT_FOUND `ServingError`."""
+    return ServingError(grpc.StatusCode.NOT_FOUND, message)
+
+
+def invalid(message: str) -> ServingError:
+    """An INVALID_ARGUMENT `ServingError`."""
+    return ServingError(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSpec:
+    """Dtype and shape (None for unknown dims) of one signature input."""
+
+    name: str
+    dtype: tf.DType
+    shape: tuple
+
+
+@dataclasses.dataclass
+class Signature:
+    """A callable signature of a loaded version, with its input specs and output names."""
+
+    name: str
+    fn: object
+    inputs: dict[str, InputSpec]
+    outputs: list[str]
+    batcher: Batcher | None = None
+
+
+@dataclasses.dataclass
+class VersionState:
+    """What `GetModelStatus` reports for one version."""
+
+    state: str
+    error_code: str = "OK"
+    error_message: str = ""
+
+
+def _shape(tensor_shape) -> tuple:
+    return tuple(None if d.size < 0 else int(d.size) for d in tensor_shape.dim)
+
+
+def read_signature_defs(export_dir: str):
+    """The `SignatureDef` map of an export's `saved_model.pb` (what TF Serving reports)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+        saved = saved_model_pb2.SavedModel.FromString(f.read())
+    return saved.meta_graphs[0].signature_def
+
+
+def clean_tf_error(message: str) -> str:
+    """A TensorFlow runtime error without graph node names, stack traces or op suffixes."""
+    keep = []
+    for line in message.splitlines():
+        stripped = line.strip()
+        if (not stripped or stripped.startswith(("Graph execution error", "Detected at node",
+                                                 "<stack traces", "File ", "[[")) or
+                line.startswith("  ")):
+            continue
+        keep.append(re.sub(r"\s*\[Op:[^\]]*\]$", "", stripped))
+    return " ".join(keep) or "the model could not run this request"
+
+
+class _Pending:
+    """One request waiting in a `Batcher`."""
+
+    def __init__(self, inputs: dict[str, np.ndarray]):
+        self.inputs = inputs
+        self.size = next(iter(inputs.values())).shape[0]
+        self.key = tuple(sorted((k, v.shape[1:]) for k, v in inputs.items()))
+        self.done = threading.Event()
+        self.outputs: dict[str, np.ndarray] | None = None
+        self.error: BaseException | None = None
+
+
+class Batcher:
+    """Merges concurrent requests to one signature into one call (TF Serving's
+    `--enable_batching`).
+
+    `threads` workers each take the oldest request, add whatever else is queued (waiting up
+    to `timeout_s` for more, default 0: no added latency) up to `max_batch_size` elements,
+    concatenate requests whose non-batch dims agree, run them once and split the outputs.
+    A merged call that fails is retried request by request, so one bad request fails alone.
+    """
+
+    def __init__(self, call, max_batch_size: int = 32, timeout_s: float = 0.0,
+                 threads: int = 1):
+        self.call = call
+        self.max_batch_size = max_batch_size
+        self.timeout_s = timeout_s
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._threads = [threading.Thread(target=self._loop, name="batcher", daemon=True)
+                         for _ in range(threads)]
+        for thread in self._threads:
+            thread.start()
+
+    def __call__(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The outputs of `inputs` (rank >= 1, same batch size), run in some batch."""
+        item = _Pending(inputs)
+        with self._lock:
+            if self._stopped or item.size >= self.max_batch_size:
+                item = None
+            else:
+                self.queue.put(item)
+        if item is None:
+            return self.call(inputs)
+        item.done.wait()
+        if item.error is not None:
+            raise item.error
+        return item.outputs
+
+    def _loop(self) -> None:
+        carry = None  # a request that did not fit in the previous batch
+        while True:
+            first, carry = carry or self.queue.get(), None
+            if first is None:
+                return
+            batch, size = [first], first.size
+            deadline = time.monotonic() + self.timeout_s
+            while size < self.max_batch_size:
+                try:
+                    item = self.queue.get(timeout=max(0.0, deadline - time.monotonic())) \
+                        if self.timeout_s else self.queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self.queue.put(None)  # keep the stop signal for this loop's next turn
+                    break
+                if size + item.size > self.max_batch_size:
+                    carry = item
+                    break
+                batch.append(item)
+                size += item.size
+            groups: dict[tuple, list[_Pending]] = {}
+            for item in batch:
+                groups.setdefault(item.key, []).append(item)
+            for group in groups.values():
+                self._run(group)
+
+    def _run(self, group: list[_Pending]) -> None:
+        try:
+            if len(group) > 1:
+                try:
+                    self._run_merged(group)
+                    return
+                except Exception:  # noqa: BLE001 - retried one by one below
+                    pass
+            for item in group:
+                try:
+                    item.outputs = self.call(item.inputs)
+                except BaseException as e:  # noqa: BLE001 - handed to the waiting request
+                    item.error = e
+        finally:
+            for item in group:
+                item.done.set()
+
+    def _run_merged(self, group: list[_Pending]) -> None:
+        merged = {name: np.concatenate([item.inputs[name] for item in group])
+                  for name in group[0].inputs}
+        outputs = self.call(merged)
+        total = sum(item.size for item in group)
+        if any(value.ndim == 0 or value.shape[0] != total for value in outputs.values()):
+            raise ValueError("outputs are not batch-major")
+        offsets = np.cumsum([item.size for item in group])[:-1]
+        split = {name: np.split(value, offsets) for name, value in outputs.items()}
+        for i, item in enumerate(group):
+            item.outputs = {name: parts[i] for name, parts in split.items()}
+
+    def stop(self) -> None:
+        """Finishes what is queued, then stops the workers (later calls run unbatched)."""
+        with self._lock:
+            self._stopped = True
+            for _ in self._threads:
+                self.queue.put(None)
+
+
+class ServedVersion:
+    """One loaded version: its SavedModel, signatures and `SignatureDef`s."""
+
+    def __init__(self, version: int, path: str, max_string_bytes: int = DEFAULT_MAX_STRING_BYTES,
+                 batching: dict | None = None):
+        self.version = version
+        self.path = path
+        self.max_string_bytes = max_string_bytes
+        self.signature_defs = read_signature_defs(path)
+        self.loaded = tf.saved_model.load(path)
+        self.signatures = {}
+        for name, fn in self.loaded.signatures.items():
+            sig_def = self.signature_defs[name]
+            inputs = {key: InputSpec(key, tf.dtypes.as_dtype(info.dtype), _shape(info.tensor_shape))
+                      for key, info in sig_def.inputs.items()}
+            signature = Signature(name, fn, inputs, sorted(sig_def.outputs))
+            if batching is not None and inputs and all(spec.shape for spec in inputs.values()):
+                signature.batcher = Batcher(functools.partial(self._call, signature),
+                                            **batching)
+            self.signatures[name] = signature
+        self.warmup_requests = 0
+
+    def close(self) -> None:
+        """Stops the batchers (requests already queued still finish)."""
+        for signature in self.signatures.values():
+            if signature.batcher is not None:
+                signature.batcher.stop()
+
+    def signature(self, name: str | None) -> Signature:
+        """The signature called `name` (default `serving_default`), else NOT_FOUND."""
+        name = name or DEFAULT_SIGNATURE
+        if name not in self.signatures:
+            raise not_found(f"signature '{name}' not found in version {self.version}; it has: "
+                            f"{', '.join(sorted(self.signatures))}")
+        return self.signatures[name]
+
+    def validate(self, signature: Signature, inputs: dict[str, np.ndarray]) -> None:
+        """Raises INVALID_ARGUMENT naming the first problem with `inputs`."""
+        expected = set(signature.inputs)
+        missing, extra = sorted(expected - set(inputs)), sorted(set(inputs) - expected)
+        takes = f"signature '{signature.name}' takes: {', '.join(sorted(expected))}"
+        if missing:
+            raise invalid(f"missing input(s) {', '.join(map(repr, missing))}; {takes}")
+        if extra:
+            raise invalid(f"unexpected input(s) {', '.join(map(repr, extra))}; {takes}")
+        batch = {}
+        for name, spec in signature.inputs.items():
+            value = inputs[name]
+            got = _dtype_of(value)
+            if got != spec.dtype:
+                raise invalid(f"input '{name}' must be {spec.dtype.name}, got {got.name}")
+            if value.ndim != len(spec.shape) or any(
+                    want is not None and want != have for want, have in zip(spec.shape, value.shape,
+                                                                            strict=False)):
+                raise invalid(f"input '{name}' has shape {list(value.shape)}; the signature "
+                              f"expects {[-1 if d is None else d for d in spec.shape]}")
+            if value.ndim and value.shape[0] == 0:
+                raise invalid(f"input '{name}' is an empty batch (0 elements)")
+            if value.ndim:
+                batch[name] = value.shape[0]
+            if spec.dtype == tf.string and value.size:
+                longest = max(len(s) for s in value.ravel())
+                if longest > self.max_string_bytes:
+                    raise invalid(f"input '{name}' holds a string of {longest} bytes; the limit "
+                                  f"is {self.max_string_bytes} bytes")
+        if len(set(batch.values())) > 1:
+            raise invalid(f"inputs have different batch sizes: {batch}")
+
+    def run(self, signature: Signature | str | None, inputs: dict[str, np.ndarray],
+            output_filter=()) -> dict[str, np.ndarray]:
+        """Validates `inputs` and runs the signature; returns the (filtered) outputs."""
+        if not isinstance(signature, Signature):
+            signature = self.signature(signature)
+        self.validate(signature, inputs)
+        unknown = sorted(set(output_filter) - set(signature.outputs))
+        if unknown:
+            raise invalid(f"output_filter names unknown output(s) {', '.join(map(repr, unknown))}"
+                          f"; signature '{signature.name}' has: {', '.join(signature.outputs)}")
+        if signature.batcher is not None:
+            outputs = signature.batcher(inputs)
+        else:
+            outputs = self._call(signature, inputs)
+        keep = set(output_filter) or set(outputs)
+        return {name: value for name, value in outputs.items() if name in keep}
+
+    def _call(self, signature: Signature, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        tensors = {name: tf.constant(value, dtype=signature.inputs[name].dtype)
+                   for name, value in inputs.items()}
+        try:
+            outputs = signature.fn(**tensors)
+        except tf.errors.InvalidArgumentError as e:
+            raise invalid(clean_tf_error(e.message)) from None
+        return {name: tensor.numpy() for name, tensor in outputs.items()}
+
+
+def _dtype_of(value: np.ndarray) -> tf.DType:
+    if value.dtype.kind in "OSU":
+        return tf.string
+    return tf.dtypes.as_dtype(value.dtype)
+
+
+def tensor_proto_to_array(proto, name: str) -> np.ndarray:
+    """A request `TensorProto` as an array; INVALID_ARGUMENT if it is malformed."""
+    try:
+        return tf.make_ndarray(proto)
+    except Exception as e:  # noqa: BLE001 - any malformed proto is the client's problem
+        raise invalid(f"input '{name}' is not a valid TensorProto: {e}") from None
+
+
+class ModelStore:
+    """The versions of one model under `base_dir`, served with TF Serving's latest policy.
+
+    `poll()` loads the highest version that has not failed to load (replaying its warmup
+    requests first), makes it AVAILABLE, then unloads the one it replaces; `start()` polls
+    every `poll_seconds` in a daemon thread. Requests hold a reference to the version they
+    resolved, so an unload never interrupts them. `batching` (keyword arguments of `Batcher`,
+    or None for none) merges concurrent requests to a signature into one call.
+    """
+
+    def __init__(self, base_dir: str, model_name: str, poll_seconds: float = 2.0,
+                 warmup: bool = True, max_string_bytes: int = DEFAULT_MAX_STRING_BYTES,
+                 batching: dict | None = None):
+        self.base_dir = os.path.abspath(base_dir)
+        self.batching = batching
+        self.model_name = model_name
+        self.poll_seconds = poll_seconds
+        self.warmup = warmup
+        self.max_string_bytes = max_string_bytes
+        self.current: ServedVersion | None = None
+        self.states: dict[int, VersionState] = {}
+        self.warmup_counts: dict[int, int] = {}
+        self._failed: set[int] = set()
+        self._lock = threading.Lock()
+        self._poll_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # Requests ---------------------------------------------------------------------------
+
+    def check_name(self, name: str) -> None:
+        """NOT_FOUND unless `name` is this store's model."""
+        if name != self.model_name:
+            raise not_found(f"model '{name}' not found; this server serves "
+                            f"'{self.model_name}'")
+
+    def get(self, name: str, version: int | None = None) -> ServedVersion:
+        """The AVAILABLE version `version` (default: the latest) of model `name`."""
+        self.check_name(name)
+        current = self.current
+        if current is None:
+            raise ServingError(grpc.StatusCode.UNAVAILABLE,
+                               f"model '{name}' has no available version yet (base directory "
+                               f"{self.base_dir})")
+        if version is not None and version != current.version:
+            raise not_found(f"version {version} of model '{name}' is not available; serving "
+                            f"version {current.version}")
+        return current
+
+    def status(self, name: str, version: int | None = None) -> list[tuple[int, VersionState]]:
+        """`(version, state)` pairs, newest first (one pair when `version` is given)."""
+        self.check_name(name)
+        with self._lock:
+            states = sorted(self.states.items(), reverse=True)
+        if version is not None:
+            states = [(v, s) for v, s in states if v == version]
+            if not states:
+                raise not_found(f"version {version} of model '{name}' was never loaded")
+        elif not states:
+            raise not_found(f"model '{name}' has no versions under {self.base_dir}")
+        return states
+
+    # Versions ---------------------------------------------------------------------------
+
+    def poll(self) -> bool:
+        """Loads the latest version if it changed; True when the served version changed."""
+        with self._poll_lock:
+            versions = [v for v in existing_versions(self.base_dir) if v not in self._failed]
+            current = self.current
+            target = versions[-1] if versions else None
+            if target == (current.version if current else None):
+                return False
+            if target is None:
+                log.warning("model '%s': no versions left under %s; unloading version %d",
+                            self.model_name, self.base_dir, current.version)
+                self._unload(current)
+                return True
+            if not self._load(target):
+                return False
+            if current is not None:
+                self._unload(current)
+            return True
+
+    def _set_state(self, version: int, state: str, error_code: str = "OK",
+                   error_message: str = "") -> None:
+        with self._lock:
+            self.states[version] = VersionState(state, error_code, error_message)
+
+    def _load(self, version: int) -> bool:
+        path = os.path.join(self.base_dir, str(version))
+        self._set_state(version, LOADING)
+        log.info("model '%s': loading version %d from %s", self.model_name, version, path)
+        started = time.monotonic()
+        served = None
+        try:
+            served = ServedVersion(version, path, self.max_string_bytes, self.batching)
+            if self.warmup:
+                served.warmup_requests = self._run_warmup(served)
+        except Exception as e:  # noqa: BLE001 - a bad export must not stop the server
+            log.exception("model '%s': version %d failed to load", self.model_name, version)
+            if served is not None:
+                served.close()
+            self._failed.add(version)
+            self._set_state(version, END, "UNKNOWN", f"failed to load: {e}")
+            return False
+        with self._lock:
+            self.warmup_counts[version] = served.warmup_requests
+            self.current = served
+            self.states[version] = VersionState(AVAILABLE)
+        log.info("model '%s': version %d is AVAILABLE (%.1fs, %d warmup request(s))",
+                 self.model_name, version, time.monotonic() - started, served.warmup_requests)
+        return True
+
+    def _unload(self, served: ServedVersion) -> None:
+        self._set_state(served.version, UNLOADING)
+        with self._lock:
+            if self.current is served:
+                self.current = None
+        served.close()
+        self._set_state(served.version, END)
+        log.info("model '%s': version %d unloaded", self.model_name, served.version)
+
+    def _run_warmup(self, served: ServedVersion) -> int:
+        """Replays the version's warmup `PredictLog`s; returns how many ran."""
+        from keras_bert.serving.warmup import read_warmup
+
+        if not os.path.exists(os.path.join(served.path, WARMUP_FILE)):
+            return 0
+        count = 0
+        for record in read_warmup(served.path):
+            if not record.HasField("predict_log"):
+                log.warning("warmup: skipping a non-predict record in version %d",
+                            served.version)
+                continue
+            request = record.predict_log.request
+            inputs = {name: tensor_proto_to_array(proto, name)
+                      for name, proto in request.inputs.items()}
+            served.run(request.model_spec.signature_name, inputs, request.output_filter)
+            count += 1
+        log.info("warmup: replayed %d request(s) for model '%s' version %d", count,
+                 self.model_name, served.version)
+        return count
+
+    def start(self) -> ModelStore:
+        """Loads the latest version now, then polls in a daemon thread."""
+        self.poll()
+        if self.current is None:
+            log.warning("model '%s': no loadable version under %s yet; waiting for one",
+                        self.model_name, self.base_dir)
+        self._thread = threading.Thread(target=self._poll_loop, name="model-poller",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def _poll_loop(self) -> None:
+        while not self._stop.wait(self.poll_seconds):
+            try:
+                self.poll()
+            except Exception:  # noqa: BLE001 - keep polling whatever happens
+                log.exception("model '%s': polling %s failed", self.model_name, self.base_dir)
+
+    def stop(self) -> None:
+        """Stops polling (the served version stays loaded until the store is dropped)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)

@@ -1,0 +1,372 @@
+"""TF Serving's REST API over a stdlib `ThreadingHTTPServer`.
+
+    GET  /v1/models/NAME[/versions/N]            GetModelStatus as JSON
+    GET  /v1/models/NAME[/versions/N]/metadata   GetModelMetadata as JSON
+    POST /v1/models/NAME[/versions/N]:predict    {"instances": [...]} or {"inputs": ...}
+
+Requests and answers follow TF Serving's formats: the row format answers
+`{"predictions": [...]}` (bare values when the signature has one output, else one object per
+instance), the columnar format `{"outputs": ...}`; binary strings travel as `{"b64": "..."}`
+(outputs: when they are not valid UTF-8 or the output name ends in `_bytes`). Errors answer
+`{"error": "..."}` with the HTTP status TF Serving maps the gRPC code to.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import grpc
+import numpy as np
+import tensorflow as tf
+from google.protobuf import json_format
+
+from keras_bert.serving.model_store import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_SIGNATURE,
+    ModelStore,
+    ServingError,
+    Signature,
+    invalid,
+    not_found,
+)
+
+log = logging.getLogger("keras_bert.serving")
+
+# TF Serving's mapping of status codes to HTTP (model_servers/http_rest_api_util).
+HTTP_STATUS = {
+    grpc.StatusCode.INVALID_ARGUMENT: 400, grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.NOT_FOUND: 404, grpc.StatusCode.FAILED_PRECONDITION: 412,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429, grpc.StatusCode.UNIMPLEMENTED: 501,
+    grpc.StatusCode.UNAVAILABLE: 503, grpc.StatusCode.INTERNAL: 500,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+}
+ROUTE = re.compile(r"^/v1/models/(?P<name>[^/:]+)"
+                   r"(?:/versions/(?P<version>[^/:]+)|/labels/(?P<label>[^/:]+))?"
+                   r"(?:(?P<metadata>/metadata)|:(?P<verb>[A-Za-z]+))?/?$")
+
+
+# JSON -> arrays ----------------------------------------------------------------------------
+
+def _is_b64(value) -> bool:
+    return isinstance(value, dict) and list(value) == ["b64"]
+
+
+def _kind(value) -> str:
+    return {bool: "boolean", int: "number", float: "number", str: "string", dict: "object",
+            list: "array", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def json_to_array(value, dtype: tf.DType, name: str) -> np.ndarray:
+    """A JSON value (nested lists of scalars) as an array of `dtype`; INVALID_ARGUMENT if the
+    value is ragged or holds values of the wrong type."""
+    shape, probe = [], value
+    while isinstance(probe, list):
+        shape.append(len(probe))
+        if not probe:
+            break
+        probe = probe[0]
+    flat = []
+
+    def walk(item, depth):
+        if depth == len(shape):
+            if isinstance(item, list):
+                raise invalid(f"input '{name}' is ragged: a list where a scalar was expected "
+                              f"at depth {depth}")
+            flat.append(item)
+            return
+        if not isinstance(item, list) or len(item) != shape[depth]:
+            raise invalid(f"input '{name}' is ragged: every list at depth {depth} must have "
+                          f"{shape[depth]} elements")
+        for element in item:
+            walk(element, depth + 1)
+
+    walk(value, 0)
+    return np.array([_scalar(x, dtype, name) for x in flat],
+                    dtype=object if dtype == tf.string else dtype.as_numpy_dtype
+                    ).reshape(shape)
+
+
+def _scalar(value, dtype: tf.DType, name: str):
+    if dtype == tf.string:
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if _is_b64(value) and isinstance(value["b64"], str):
+            try:
+                return base64.b64decode(value["b64"], validate=True)
+            except ValueError:
+                raise invalid(f"input '{name}': invalid base64 in a b64 value") from None
+    elif dtype == tf.bool:
+        if isinstance(value, bool):
+            return value
+    elif dtype.is_integer:
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not dtype.min <= value <= dtype.max:
+                raise invalid(f"input '{name}': {value} is out of range for {dtype.name}")
+            return value
+    elif dtype.is_floating:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+    else:
+        raise invalid(f"input '{name}': dtype {dtype.name} is not supported over REST")
+    shown = json.dumps(value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    raise invalid(f"input '{name}' expects {dtype.name} values, got {_kind(value)} {shown}")
+
+
+def decode_predict(body: dict, signature: Signature) -> tuple[dict[str, np.ndarray], bool]:
+    """`(inputs, row_format)` of a predict request body."""
+    specs = signature.inputs
+    if "instances" in body and "inputs" in body:
+        raise invalid("the request has both 'instances' and 'inputs'; send one of them")
+    if "instances" in body:
+        instances = body["instances"]
+        if not isinstance(instances, list):
+            raise invalid("'instances' must be a list")
+        if not instances:
+            raise invalid("'instances' is an empty batch (0 instances)")
+        named = [isinstance(x, dict) and not _is_b64(x) for x in instances]
+        if not any(named):
+            if len(specs) != 1:
+                raise invalid(f"bare instances need a signature with one input; "
+                              f"'{signature.name}' takes: {', '.join(sorted(specs))}")
+            (name, spec), = specs.items()
+            return {name: json_to_array(instances, spec.dtype, name)}, True
+        if not all(named):
+            raise invalid("instances mix objects and bare values")
+        keys = set(instances[0])
+        for i, instance in enumerate(instances):
+            if set(instance) != keys:
+                raise invalid(f"instance {i} has inputs {sorted(instance)}; instance 0 has "
+                              f"{sorted(keys)}")
+        inputs = {}
+        for key in keys:
+            if key not in specs:
+                raise invalid(f"unexpected input '{key}'; signature '{signature.name}' takes: "
+                              f"{', '.join(sorted(specs))}")
+            inputs[key] = json_to_array([x[key] for x in instances], specs[key].dtype, key)
+        return inputs, True
+    if "inputs" in body:
+        columns = body["inputs"]
+        if isinstance(columns, dict) and not _is_b64(columns):
+            inputs = {}
+            for key, value in columns.items():
+                if key not in specs:
+                    raise invalid(f"unexpected input '{key}'; signature '{signature.name}' "
+                                  f"takes: {', '.join(sorted(specs))}")
+                inputs[key] = json_to_array(value, specs[key].dtype, key)
+            return inputs, False
+        if len(specs) != 1:
+            raise invalid(f"a bare 'inputs' value needs a signature with one input; "
+                          f"'{signature.name}' takes: {', '.join(sorted(specs))}")
+        (name, spec), = specs.items()
+        return {name: json_to_array(columns, spec.dtype, name)}, False
+    raise invalid("the request needs 'instances' (row format) or 'inputs' (columnar format)")
+
+
+# Arrays -> JSON ----------------------------------------------------------------------------
+
+def array_to_json(value: np.ndarray, name: str = ""):
+    """An output array as JSON values (strings as UTF-8 text, else `{"b64": ...}`)."""
+    if value.dtype.kind not in "OS":
+        return value.tolist()
+    force_b64 = name.endswith("_bytes")
+
+    def convert(item):
+        if isinstance(item, list):
+            return [convert(x) for x in item]
+        if isinstance(item, bytes):
+            if not force_b64:
+                try:
+                    return item.decode("utf-8")
+                except UnicodeDecodeError:
+                    pass
+            return {"b64": base64.b64encode(item).decode("ascii")}
+        return item
+
+    return convert(value.tolist())
+
+
+def encode_predict(outputs: dict[str, np.ndarray], row_format: bool) -> dict:
+    """The response body of a predict request."""
+    columns = {name: array_to_json(value, name) for name, value in outputs.items()}
+    if not row_format:
+        return {"outputs": next(iter(columns.values())) if len(columns) == 1 else columns}
+    sizes = {name: (value.shape[0] if value.ndim else None) for name, value in outputs.items()}
+    if None in sizes.values() or len(set(sizes.values())) > 1:
+        raise invalid(f"outputs do not share a batch size ({sizes}); use the columnar format "
+                      f"('inputs')")
+    if len(columns) == 1:
+        return {"predictions": next(iter(columns.values()))}
+    names = list(columns)
+    return {"predictions": [dict(zip(names, row, strict=True))
+                            for row in zip(*columns.values(), strict=True)]}
+
+
+def status_json(store: ModelStore, name: str, version: int | None) -> dict:
+    """`GetModelStatusResponse` as TF Serving writes it in JSON."""
+    from keras_bert.serving.server import status_response
+
+    return json_format.MessageToDict(status_response(store, name, version),
+                                     preserving_proto_field_name=True,
+                                     always_print_fields_with_no_presence=True)
+
+
+def metadata_json(store: ModelStore, name: str, version: int | None) -> dict:
+    """`GetModelMetadataResponse` as TF Serving writes it (the signature map unpacked)."""
+    from tensorflow_serving.apis import get_model_metadata_pb2, model_pb2
+
+    served = store.get(name, version)
+    spec = model_pb2.ModelSpec(name=name)
+    spec.version.value = served.version
+    signature_map = get_model_metadata_pb2.SignatureDefMap()
+    for key, value in served.signature_defs.items():
+        signature_map.signature_def[key].CopyFrom(value)
+    options = dict(preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    return {"model_spec": json_format.MessageToDict(spec, **options),
+            "metadata": {"signature_def": json_format.MessageToDict(signature_map, **options)}}
+
+
+# HTTP ----------------------------------------------------------------------------------------
+
+class RestHandler(BaseHTTPRequestHandler):
+    """Routes one HTTP request to the store; the server object carries `store`."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "keras-bert-serve"
+    timeout = 60  # idle keep-alive connections are closed after this many seconds
+    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed ACKs
+
+    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+        """Access log at DEBUG level (the base class writes every request to stderr)."""
+        log.debug("rest: %s - %s", self.address_string(), format % args)
+
+    def do_GET(self):  # noqa: N802 - http.server's naming
+        """Status and metadata."""
+        self._handle("GET")
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        """Predict."""
+        self._handle("POST")
+
+    def _handle(self, method: str) -> None:
+        try:
+            code, body = 200, self._route(method)
+        except ServingError as e:
+            code, body = HTTP_STATUS.get(e.code, 500), {"error": e.message}
+        except Exception:  # noqa: BLE001 - never a stack trace to the client
+            log.exception("rest: %s %s failed", method, self.path)
+            code, body = 500, {"error": "internal error; see the server log"}
+        self._send(code, body)
+
+    def _send(self, code: int, body: dict) -> None:
+        data = json.dumps(body).encode("utf-8")
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _route(self, method: str) -> dict:
+        store: ModelStore = self.server.store
+        match = ROUTE.match(self.path.split("?", 1)[0])
+        if not match:
+            self._discard_body()
+            raise not_found(f"malformed request: {method} {self.path} (see "
+                            f"/v1/models/{store.model_name})")
+        name, label, verb = match["name"], match["label"], match["verb"]
+        version = None
+        if match["version"] is not None:
+            if not match["version"].isdigit():
+                raise invalid(f"version must be a non-negative integer, got "
+                              f"'{match['version']}'")
+            version = int(match["version"])
+        if label is not None:
+            self._discard_body()
+            raise not_found(f"version label '{label}' is not configured for model '{name}'")
+        if method == "GET" and verb is None:
+            return (metadata_json if match["metadata"] else status_json)(store, name, version)
+        if method == "POST" and verb == "predict":
+            return self._predict(store, name, version)
+        self._discard_body()
+        if verb in ("classify", "regress"):
+            raise ServingError(grpc.StatusCode.UNIMPLEMENTED,
+                               f":{verb} is not served by this development server; use :predict")
+        raise not_found(f"malformed request: {method} {self.path}")
+
+    def _read_body(self) -> bytes:
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            self.close_connection = True
+            raise invalid("a POST request needs a Content-Length header")
+        length = int(length)
+        limit = self.server.max_message_bytes
+        if length > limit:
+            self.close_connection = True  # the body is not read: drop the connection
+            raise invalid(f"the request body is {length} bytes; the limit is {limit} bytes")
+        return self.rfile.read(length)
+
+    def _discard_body(self) -> None:
+        if self.command == "POST":
+            try:
+                self._read_body()
+            except ServingError:
+                pass
+
+    def _predict(self, store: ModelStore, name: str, version: int | None) -> dict:
+        raw = self._read_body()
+        try:
+            body = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise invalid(f"the request body is not valid JSON: {e}") from None
+        if not isinstance(body, dict):
+            raise invalid(f"the request body must be a JSON object, got {_kind(body)}")
+        signature_name = body.get("signature_name", DEFAULT_SIGNATURE)
+        if not isinstance(signature_name, str):
+            raise invalid("'signature_name' must be a string")
+        served = store.get(name, version)
+        signature = served.signature(signature_name)
+        inputs, row_format = decode_predict(body, signature)
+        return encode_predict(served.run(signature, inputs), row_format)
+
+
+class RestServer:
+    """TF Serving's REST API for `store` on `host:port` (port 0 picks a free port)."""
+
+    def __init__(self, store: ModelStore, host: str = "127.0.0.1", port: int = 8501,
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES):
+        self.httpd = ThreadingHTTPServer((host, port), RestHandler)
+        self.httpd.daemon_threads = True
+        self.httpd.store = store
+        self.httpd.max_message_bytes = max_message_bytes
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The port listened on."""
+        return self.httpd.server_address[1]
+
+    def start(self) -> RestServer:
+        """Serves in a daemon thread."""
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="rest-server",
+                                        kwargs={"poll_interval": 0.2}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stops accepting requests and closes the listening socket."""
+        if self._thread is not None:
+            self.httpd.shutdown()  # (waits for serve_forever: only when it runs)
+            self._thread.join(timeout=10)
+            self._thread = None
+        self.httpd.server_close()
+
+
+__all__ = ["RestServer", "array_to_json", "decode_predict", "encode_predict",
+           "json_to_array"]

@@ -1,0 +1,274 @@
+"""`keras-bert finetune` / `keras-bert predict` end to end on tiny generated data.
+
+Data rules (all generated here, seeded):
+* classify: sentences of 4-8 random words; label `whale` when the sentence mentions "whale",
+  else `other`.
+* regress: score = the fraction of the sentence's words that are "whale".
+* tag (CoNLL): city words are `B-LOC`; a first name is `B-PER` and the surname after it
+  `I-PER`; every other word `O`.
+* squad: one fact per context, "the capital of X is Y ." among filler sentences; the question
+  "what is the capital of X ?" has the answer Y.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+
+import numpy as np
+import pytest
+
+from keras_bert import BertConfig, BertEncoder
+from keras_bert.checkpoints.model_dir import save_model_dir
+from keras_bert.cli import main
+from keras_bert.training.finetune import FinetuneJob, load_task_model, run_finetuning
+
+FILLER = ["the", "ship", "sea", "sailed", "over", "a", "calm", "grey", "morning", "crew",
+          "sang", "of", "home", "and", "wind", "is", "what", "?", "."]
+CITIES = ["paris", "london", "rome", "madrid", "berlin", "vienna"]
+FIRST = ["ahab", "ishmael", "queequeg"]
+SURNAMES = ["smith", "jones", "brown"]
+COUNTRIES = ["france", "england", "italy", "spain", "germany", "austria"]
+WORDS = FILLER + CITIES + FIRST + SURNAMES + COUNTRIES + ["whale", "capital"]
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+FAST = ["--epochs", "2", "--batch-size", "16", "--learning-rate", "2e-3", "--seq-length", "24",
+        "--quiet", "--seed", "7"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> str:
+    """A tiny randomly initialised BERT over the test vocabulary, as a model directory."""
+    root = tmp_path_factory.mktemp("tiny_bert")
+    vocab = root / "vocab.txt"
+    vocab.write_text("".join(f"{t}\n" for t in SPECIAL + WORDS), encoding="utf-8")
+    config = BertConfig(vocab_size=len(SPECIAL) + len(WORDS), hidden_size=32, num_layers=2,
+                        num_heads=4, intermediate_size=64, max_position_embeddings=64)
+    save_model_dir(BertEncoder(config), str(root / "model"), str(vocab), lower_case=True)
+    return str(root / "model")
+
+
+def _sentences(rng, n):
+    """`n` (words, label) pairs by the classify rule (half of them mention a whale)."""
+    rows = []
+    for i in range(n):
+        words = list(rng.choice(FILLER[:14], size=rng.integers(4, 9)))
+        if i % 2:
+            words[rng.integers(len(words))] = "whale"
+        rows.append((words, "whale" if "whale" in words else "other"))
+    return rows
+
+
+def _write_csv(path, header, rows):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return str(path)
+
+
+def _classify_files(tmp_path, rng):
+    train = _write_csv(tmp_path / "train.csv", ["text", "label"],
+                       [(" ".join(w), y) for w, y in _sentences(rng, 96)])
+    evaluation = _write_csv(tmp_path / "eval.csv", ["text", "label"],
+                            [(" ".join(w), y) for w, y in _sentences(rng, 32)])
+    return train, evaluation
+
+
+def _run(argv, capsys):
+    """Runs the CLI; returns (exit code, stdout, stderr)."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _json_lines(text):
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+# ----- classify ----------------------------------------------------------------------------------
+
+
+def test_finetune_classify_then_predict(model_dir, tmp_path, rng, capsys):
+    train, evaluation = _classify_files(tmp_path, rng)
+    out = tmp_path / "run"
+    code, _, err = _run(["finetune", "--task", "classify", "--model", model_dir, "--train",
+                         train, "--eval", evaluation, "--out", str(out), *FAST], capsys)
+    assert code == 0, err
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["task"] == "classify" and metrics["train_examples"] == 96
+    assert 0.0 <= metrics["eval"]["accuracy"] <= 1.0
+    assert metrics["steps"] == 2 * 6
+    assert (out / "curves.png").stat().st_size > 0
+    for name in ("keras_bert.json", "vocab.txt", "encoder.weights.h5", "head.weights.h5",
+                 "labels.txt"):
+        assert (out / "model" / name).exists(), name
+    loaded = load_task_model(str(out / "model"))
+    assert loaded.kind == "classify" and loaded.labels.names == ["other", "whale"]
+    assert loaded.task["seq_length"] == 24
+
+    # predict from the eval CSV: one line per row, the same accuracy as metrics.json (raw
+    # stdin lines are covered by the regress and tag tests)
+    code, stdout, err = _run(["predict", str(out / "model"), "--input", evaluation], capsys)
+    assert code == 0, err
+    predictions = _json_lines(stdout)
+    assert len(predictions) == 32
+    for p in predictions:
+        assert set(p) == {"label", "probabilities"} and p["label"] in ("other", "whale")
+        assert len(p["probabilities"]) == 2 and abs(sum(p["probabilities"]) - 1) < 1e-5
+    with open(evaluation, encoding="utf-8") as f:
+        gold = [row["label"] for row in csv.DictReader(f)]
+    accuracy = np.mean([p["label"] == g for p, g in zip(predictions, gold, strict=True)])
+    assert accuracy == pytest.approx(metrics["eval"]["accuracy"])
+
+
+
+def test_finetune_bad_inputs_exit_2_naming_the_row(model_dir, tmp_path, rng, capsys):
+    train, _ = _classify_files(tmp_path, rng)
+    base = ["finetune", "--task", "classify", "--model", model_dir, "--train", train,
+            "--out", str(tmp_path / "bad"), *FAST]
+    unknown = _write_csv(tmp_path / "unknown.csv", ["text", "label"],
+                         [("a whale", "whale"), ("the sea", "dolphin")])
+    code, _, err = _run([*base, "--eval", unknown], capsys)
+    assert code == 2 and "line 3" in err and "'dolphin'" in err and "label set" in err
+    wrong = _write_csv(tmp_path / "wrong.csv", ["sentence", "label"], [("a whale", "whale")])
+    code, _, err = _run([*base, "--eval", wrong], capsys)
+    assert code == 2 and "line 2" in err and "no column 'text'" in err and "'sentence'" in err
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    code, _, err = _run([*base[:6], str(empty), *base[7:]], capsys)
+    assert code == 2 and "empty.csv" in err and "empty" in err
+    conll = tmp_path / "bad.conll"
+    conll.write_text("paris B-LOC\nsea\n")
+    code, _, err = _run(["finetune", "--task", "tag", "--model", model_dir, "--train",
+                         str(conll), "--out", str(tmp_path / "bad3"), *FAST], capsys)
+    assert code == 2 and "line 2" in err
+    assert not (tmp_path / "bad" / "model").exists()
+
+
+# ----- regress -----------------------------------------------------------------------------------
+
+
+def test_finetune_regress_writes_correlations(model_dir, tmp_path, rng, capsys, monkeypatch):
+    rows = [(" ".join(w), f"{w.count('whale') / len(w):.3f}") for w, _ in _sentences(rng, 48)]
+    train = _write_csv(tmp_path / "train.tsv", ["text", "score"], [])
+    with open(train, "w", encoding="utf-8") as f:  # TSV this time
+        f.write("text\tscore\n" + "".join(f"{t}\t{s}\n" for t, s in rows))
+    result = run_finetuning(FinetuneJob(
+        task="regress", model=model_dir, train=train, eval=train, out=str(tmp_path / "run"),
+        label_column="score", seq_length=24, epochs=1, batch_size=16, verbose=0,
+        validate_each_epoch=False))
+    assert set(result["eval"]) == {"pearson", "spearman", "mse"}
+    assert result["eval"]["mse"] >= 0
+    monkeypatch.setattr("sys.stdin", io.StringIO("a whale\nthe sea\n"))
+    code, stdout, err = _run(["predict", str(tmp_path / "run" / "model"), "--input", "-"],
+                             capsys)
+    assert code == 0, err
+    predictions = _json_lines(stdout)
+    assert len(predictions) == 2 and all(isinstance(p["score"], float) for p in predictions)
+
+
+# ----- tag ---------------------------------------------------------------------------------------
+
+
+def _tagged_sentence(rng):
+    """Words and tags by the tag rule."""
+    words, tags = [], []
+    for _ in range(rng.integers(3, 7)):
+        r = rng.random()
+        if r < 0.25:
+            words.append(str(rng.choice(CITIES)))
+            tags.append("B-LOC")
+        elif r < 0.45:
+            words += [str(rng.choice(FIRST)), str(rng.choice(SURNAMES))]
+            tags += ["B-PER", "I-PER"]
+        else:
+            words.append(str(rng.choice(FILLER[:14])))
+            tags.append("O")
+    return words, tags
+
+
+def _write_conll(path, sentences):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("-DOCSTART- O\n\n")
+        for words, tags in sentences:
+            f.write("".join(f"{w} NN {t}\n" for w, t in zip(words, tags, strict=True)) + "\n")
+    return str(path)
+
+
+def test_finetune_tag_then_predict(model_dir, tmp_path, rng, capsys, monkeypatch):
+    train = _write_conll(tmp_path / "train.conll", [_tagged_sentence(rng) for _ in range(96)])
+    evaluation = _write_conll(tmp_path / "eval.conll", [_tagged_sentence(rng) for _ in range(24)])
+    out = tmp_path / "run"
+    code, _, err = _run(["finetune", "--task", "tag", "--model", model_dir, "--train", train,
+                         "--eval", evaluation, "--out", str(out), *FAST], capsys)
+    assert code == 0, err
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert {"precision", "recall", "f1"} <= set(metrics["eval"])
+    assert (out / "model" / "labels.txt").read_text().split() == ["B-LOC", "B-PER", "I-PER", "O"]
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("ahab smith sailed to paris\nthe sea\n"))
+    code, stdout, err = _run(["predict", str(out / "model"), "--input", "-"], capsys)
+    assert code == 0, err
+    predictions = _json_lines(stdout)
+    assert [p["tokens"] for p in predictions] == [["ahab", "smith", "sailed", "to", "paris"],
+                                                  ["the", "sea"]]
+    for p in predictions:
+        assert set(p) == {"tokens", "tags"} and len(p["tags"]) == len(p["tokens"])
+        assert set(p["tags"]) <= {"B-LOC", "B-PER", "I-PER", "O"}
+
+    # an eval tag the training data never had: exit 2, naming the file and the sentence
+    odd = _write_conll(tmp_path / "odd.conll", [(["rome"], ["B-LOC"]), (["ahab"], ["B-MISC"])])
+    code, _, err = _run(["finetune", "--task", "tag", "--model", model_dir, "--train", train,
+                         "--eval", odd, "--out", str(tmp_path / "odd"), *FAST], capsys)
+    assert code == 2 and "odd.conll" in err and "line 5" in err and "'B-MISC'" in err
+
+
+# ----- squad -------------------------------------------------------------------------------------
+
+
+def _squad_file(path, rng, n):
+    """SQuAD v1.1 JSON by the squad rule: one fact per context among filler sentences."""
+    paragraphs = []
+    for i in range(n):
+        country, city = COUNTRIES[i % 6], str(rng.choice(CITIES))
+        filler = " ".join(rng.choice(FILLER[:14], size=4))
+        fact = f"the capital of {country} is {city} ."
+        context = f"{filler} . {fact}" if i % 2 else f"{fact} {filler} ."
+        start = context.index(f"is {city}") + 3
+        paragraphs.append({"context": context, "qas": [{
+            "id": f"q{i}", "question": f"what is the capital of {country} ?",
+            "answers": [{"text": city, "answer_start": start}]}]})
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"version": "1.1", "data": [{"title": "facts", "paragraphs": paragraphs}]}, f)
+    return str(path), paragraphs
+
+
+def test_finetune_squad_then_predict(model_dir, tmp_path, rng, capsys):
+    train, _ = _squad_file(tmp_path / "train.json", rng, 64)
+    evaluation, paragraphs = _squad_file(tmp_path / "eval.json", rng, 12)
+    out = tmp_path / "run"
+    code, _, err = _run(["finetune", "--task", "squad", "--model", model_dir, "--train", train,
+                         "--eval", evaluation, "--out", str(out), *FAST], capsys)
+    assert code == 0, err
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert {"exact_match", "f1", "total"} <= set(metrics["eval"])
+    assert metrics["eval"]["total"] == 12
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("".join(
+        json.dumps({"id": p["qas"][0]["id"], "question": p["qas"][0]["question"],
+                    "context": p["context"]}) + "\n" for p in paragraphs[:4]))
+    code, stdout, err = _run(["predict", str(out / "model"), "--input", str(questions)], capsys)
+    assert code == 0, err
+    predictions = _json_lines(stdout)
+    assert [p["id"] for p in predictions] == ["q0", "q1", "q2", "q3"]
+    for p, paragraph in zip(predictions, paragraphs, strict=False):
+        assert set(p) == {"id", "answer", "start", "end", "score"}
+        if p["answer"]:
+            assert paragraph["context"][p["start"]:p["end"]] == p["answer"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "what ?", "context": "sea ."}\n{"question": "where ?"}\n')
+    code, _, err = _run(["predict", str(out / "model"), "--input", str(bad)], capsys)
+    assert code == 2 and "line 2" in err and "'context'" in err
+    assert os.path.exists(out / "curves.png")
