@@ -21,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -39,8 +40,10 @@ TEXTS = ["Call me Ishmael.", "", "The cat sat on the mat!", "Naïve café — BE
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def make_tiny_model_dir(path) -> str:
-    """A random 2-layer, 32-wide encoder with a small vocab, as a keras_bert model dir."""
+def make_tiny_model_dir(path, seed: int = 0) -> str:
+    """A random 2-layer, 32-wide encoder with a small vocab, as a keras_bert model dir
+    (initialised from `seed`, so two seeds give two different models)."""
+    keras.utils.set_random_seed(seed)
     os.makedirs(path, exist_ok=True)
     vocab = os.path.join(path, "vocab-source.txt")
     with open(vocab, "w", encoding="utf-8") as f:
@@ -187,7 +190,7 @@ def test_new_version_is_loaded_warmed_up_and_served(exported, tmp_path, caplog):
         rest = RestClient(server.rest_url, "bert")
         before = client.predict(TEXTS[:2])
         # A second, differently initialised model, exported next to version 1.
-        new_model = make_tiny_model_dir(str(tmp_path / "second"))
+        new_model = make_tiny_model_dir(str(tmp_path / "second"), seed=1)
         second = export_model(new_model, str(base), target=None)
         assert second.version == 2
         deadline = time.monotonic() + 60
