@@ -32,6 +32,15 @@ def serialize_encoder(encoder: BertEncoder) -> dict:
     return config
 
 
+def build_from_config(cls, config: dict):
+    """`cls(encoder, **rest)` from a task model's `get_config` (the encoder deserialized, the
+    dtype taken from the encoder's own policy)."""
+    config = dict(config)
+    encoder = keras.saving.deserialize_keras_object(config.pop("encoder"))
+    config.pop("dtype", None)
+    return cls(encoder, **config)
+
+
 def check_encoder(encoder, model_name: str) -> None:
     """`TypeError` unless `encoder` is a `BertEncoder`."""
     if not isinstance(encoder, BertEncoder):
@@ -141,7 +150,4 @@ class BertClassifier(keras.Model):
     @classmethod
     def from_config(cls, config):
         """Rebuilds the model from `get_config` output."""
-        config = dict(config)
-        encoder = keras.saving.deserialize_keras_object(config.pop("encoder"))
-        config.pop("dtype", None)
-        return cls(encoder, **config)
+        return build_from_config(cls, config)

@@ -15,6 +15,7 @@ import keras
 
 from keras_bert.models.classifier import (
     ClsToken,
+    build_from_config,
     check_encoder,
     encoder_policy,
     pooled_vector,
@@ -92,7 +93,4 @@ class BertEmbedder(keras.Model):
     @classmethod
     def from_config(cls, config):
         """Rebuilds the model from `get_config` output."""
-        config = dict(config)
-        encoder = keras.saving.deserialize_keras_object(config.pop("encoder"))
-        config.pop("dtype", None)
-        return cls(encoder, **config)
+        return build_from_config(cls, config)

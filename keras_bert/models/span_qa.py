@@ -16,6 +16,7 @@ import keras
 from keras import ops
 
 from keras_bert.models.classifier import (
+    build_from_config,
     check_encoder,
     encoder_policy,
     serialize_encoder,
@@ -127,7 +128,4 @@ class BertSpanQA(keras.Model):
     @classmethod
     def from_config(cls, config):
         """Rebuilds the model from `get_config` output."""
-        config = dict(config)
-        encoder = keras.saving.deserialize_keras_object(config.pop("encoder"))
-        config.pop("dtype", None)
-        return cls(encoder, **config)
+        return build_from_config(cls, config)

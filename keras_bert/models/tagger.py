@@ -11,6 +11,7 @@ from __future__ import annotations
 import keras
 
 from keras_bert.models.classifier import (
+    build_from_config,
     check_encoder,
     encoder_policy,
     serialize_encoder,
@@ -68,7 +69,4 @@ class BertTagger(keras.Model):
     @classmethod
     def from_config(cls, config):
         """Rebuilds the model from `get_config` output."""
-        config = dict(config)
-        encoder = keras.saving.deserialize_keras_object(config.pop("encoder"))
-        config.pop("dtype", None)
-        return cls(encoder, **config)
+        return build_from_config(cls, config)
