@@ -34,13 +34,28 @@ class NspExample:
 
 def truncate_pair_randomly(tokens_a: list[int], tokens_b: list[int], max_tokens: int,
                            rng: random.Random) -> None:
-    """Cuts the longer list (B on a tie) one token at a time, at its front or back, in place."""
-    while len(tokens_a) + len(tokens_b) > max_tokens:
-        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
-        if rng.random() < 0.5:
-            del longer[0]
-        else:
-            longer.pop()
+    """Cuts the pair to `max_tokens` in place, as the original's token-by-token loop: remove
+    one token from the longer list (B on a tie), at its front if `rng.random() < 0.5`, else
+    at its back. Computed in closed form with the same draws from `rng`."""
+    len_a, len_b = len(tokens_a), len(tokens_b)
+    excess = len_a + len_b - max_tokens
+    if excess <= 0:
+        return
+    fronts = [rng.random() < 0.5 for _ in range(excess)]  # one draw per removed token
+    # Which list each cut hits depends on the lengths only: first the longer one alone
+    # until it is the shorter by one (A) or equal (B), then B and A alternately.
+    if len_a > len_b:
+        first, lead, other = min(excess, len_a - len_b), tokens_a, tokens_b
+    else:
+        first, lead, other = min(excess, len_b - len_a + 1), tokens_b, tokens_a
+    rest = fronts[first:]
+    lead_cuts = fronts[:first] + rest[1::2]
+    other_cuts = rest[0::2]
+    for tokens, cuts in ((lead, lead_cuts), (other, other_cuts)):
+        front = sum(cuts)
+        back = len(cuts) - front
+        del tokens[len(tokens) - back:]
+        del tokens[:front]
 
 
 def _random_other_document(documents, index, rng) -> Document:
@@ -88,6 +103,22 @@ def examples_from_document(documents: Sequence[Document], index: int, seq_length
     return examples
 
 
+def as_int_documents(documents: Sequence[Document]) -> list[list[list[int]]]:
+    """Documents as lists of non-empty sentences of Python ints, empty documents dropped.
+
+    Sentences that already are lists are kept as they are (not copied): convert a corpus
+    once with this function and pass the result to `create_nsp_examples` for every epoch.
+    NumPy arrays become lists of Python ints (`tolist`), far faster to slice and compare.
+    """
+    out = []
+    for doc in documents:
+        sentences = [s if type(s) is list else (s.tolist() if hasattr(s, "tolist") else list(s))
+                     for s in doc if len(s)]
+        if sentences:
+            out.append(sentences)
+    return out
+
+
 def create_nsp_examples(documents: Sequence[Document], seq_length: int = 128,
                         short_seq_prob: float = 0.1, dupe_factor: int = 1,
                         seed: int = 12345) -> list[NspExample]:
@@ -98,8 +129,7 @@ def create_nsp_examples(documents: Sequence[Document], seq_length: int = 128,
     """
     if seq_length < 5:
         raise ValueError(f"seq_length must be at least 5, got {seq_length}")
-    documents = [[list(s) for s in doc if len(s)] for doc in documents]
-    documents = [doc for doc in documents if doc]
+    documents = as_int_documents(documents)
     if len(documents) < 2:
         raise ValueError(f"NSP needs at least 2 non-empty documents, got {len(documents)}")
     rng = random.Random(seed)

@@ -2,7 +2,7 @@
 
 Tokenization and packing/masking are TensorFlow ops (the same `BertTokenizer`, `BertPacker`
 and `BertMasker` that serving uses); the NSP pairing follows the original rules in Python
-(`keras_bert.data.nsp`) and feeds `tf.data` batch by batch. With `dynamic=True` every epoch
+(`keras_bert.data.nsp`) and feeds `tf.data` one whole epoch at a time. With `dynamic=True` every epoch
 gets new NSP pairs and new masks, reproducibly from `seed`.
 
 The batches have the structure the TFRecord reader gives (`keras_bert.data.tfrecord`), so a
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data.nsp import create_nsp_examples
+from keras_bert.data.nsp import as_int_documents, create_nsp_examples
 from keras_bert.text.masker import BertMasker, continuation_flags
 from keras_bert.text.packer import BertPacker
 
@@ -53,29 +53,43 @@ def tokenize_documents(documents: Iterable[Sequence[str]], tokenizer,
     return out
 
 
-def _flat_batches(examples, batch_size: int):
-    """NSP examples -> (flat A ids, A lengths, flat B ids, B lengths, labels) per batch."""
-    for start in range(0, len(examples), batch_size):
-        chunk = examples[start:start + batch_size]
-        yield (np.concatenate([e.tokens_a for e in chunk]).astype(np.int32),
-               np.array([len(e.tokens_a) for e in chunk], np.int32),
-               np.concatenate([e.tokens_b for e in chunk]).astype(np.int32),
-               np.array([len(e.tokens_b) for e in chunk], np.int32),
-               np.array([e.is_random_next for e in chunk], np.int32))
+def _epoch_arrays(examples):
+    """NSP examples -> `(flat A ids, A lengths, flat B ids, B lengths, labels)` of them all."""
+    n = len(examples)
+    len_a = np.fromiter((len(e.tokens_a) for e in examples), np.int32, n)
+    len_b = np.fromiter((len(e.tokens_b) for e in examples), np.int32, n)
+    flat_a = np.fromiter(itertools.chain.from_iterable(e.tokens_a for e in examples),
+                         np.int32, int(len_a.sum()))
+    flat_b = np.fromiter(itertools.chain.from_iterable(e.tokens_b for e in examples),
+                         np.int32, int(len_b.sum()))
+    labels = np.fromiter((e.is_random_next for e in examples), np.int32, n)
+    return flat_a, len_a, flat_b, len_b, labels
 
 
-def _nsp_epochs(token_documents, options: PretrainingOptions, batch_size: int, dynamic: bool):
-    """A generator factory: each call is one epoch of NSP batches (new pairs if dynamic)."""
+def _nsp_epochs(token_documents, options: PretrainingOptions, dynamic: bool):
+    """A generator factory: each call yields one epoch of NSP pairs as `_epoch_arrays`
+    (new pairs each call if dynamic). The documents are converted to int lists once."""
+    documents = as_int_documents(token_documents)
     epochs = itertools.count()
 
     def generate():
         epoch = next(epochs) if dynamic else 0
-        examples = create_nsp_examples(token_documents, options.seq_length,
+        examples = create_nsp_examples(documents, options.seq_length,
                                        options.short_seq_prob, options.dupe_factor,
                                        seed=options.seed + 1000003 * epoch)
-        yield from _flat_batches(examples, batch_size)
+        yield _epoch_arrays(examples)
 
     return generate
+
+
+def _chunk_size(batch_size: int) -> int:
+    """Examples packed and masked per map call: the smallest multiple of `batch_size` that
+    is at least `_MIN_CHUNK` (the map's cost is mostly per call, not per example)."""
+    return batch_size * -(-_MIN_CHUNK // batch_size)
+
+
+_MIN_CHUNK = 256
+_EPOCH_SIGNATURE = (tf.TensorSpec([None], tf.int32),) * 5
 
 
 def pretraining_dataset(token_documents: Sequence[Sequence[np.ndarray]], tokenizer,
@@ -87,12 +101,13 @@ def pretraining_dataset(token_documents: Sequence[Sequence[np.ndarray]], tokeniz
     Each element is a dict: `input_word_ids`, `input_mask`, `input_type_ids`
     (`[batch, seq_length]`), `masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights`
     (`[batch, max_predictions]`) and `next_sentence_labels` (`[batch]`, 1 = random next).
-    Use `drop_remainder=True` for static shapes (TPU, XLA).
+    Use `drop_remainder=True` for static shapes (TPU, XLA). One pass over the dataset is one
+    epoch; `.repeat()` it for more.
     """
-    vector = tf.TensorSpec([None], tf.int32)
-    ds = tf.data.Dataset.from_generator(
-        _nsp_epochs(token_documents, options, batch_size, dynamic),
-        output_signature=(vector, vector, vector, vector, vector))
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    ds = tf.data.Dataset.from_generator(_nsp_epochs(token_documents, options, dynamic),
+                                        output_signature=_EPOCH_SIGNATURE)
     return _pack_and_mask(ds, tokenizer, batch_size, options, dynamic, drop_remainder)
 
 
@@ -100,14 +115,27 @@ def examples_dataset(examples, tokenizer, batch_size: int,
                      options: PretrainingOptions = PretrainingOptions()) -> tf.data.Dataset:
     """Packed, masked batches of fixed NSP examples (one pass, masks seeded by
     `options.seed`): what `create-pretraining-data` writes to TFRecords."""
-    vector = tf.TensorSpec([None], tf.int32)
-    ds = tf.data.Dataset.from_generator(lambda: _flat_batches(examples, batch_size),
-                                        output_signature=(vector,) * 5)
+    ds = tf.data.Dataset.from_generator(lambda: iter([_epoch_arrays(examples)]),
+                                        output_signature=_EPOCH_SIGNATURE)
     return _pack_and_mask(ds, tokenizer, batch_size, options, False, False)
 
 
+def _chunks(ds, chunk: int):
+    """Whole epochs of flat NSP arrays -> `(ragged A, ragged B, labels)` of `chunk` pairs."""
+    def split(flat_a, len_a, flat_b, len_b, labels):
+        a = tf.RaggedTensor.from_row_lengths(flat_a, tf.cast(len_a, tf.int64), validate=False)
+        b = tf.RaggedTensor.from_row_lengths(flat_b, tf.cast(len_b, tf.int64), validate=False)
+        starts = tf.range(0, tf.size(labels), chunk)
+        return tf.data.Dataset.from_tensor_slices(starts).map(
+            lambda s: (a[s:s + chunk], b[s:s + chunk], labels[s:s + chunk]))
+
+    return ds.flat_map(split)
+
+
 def _pack_and_mask(ds, tokenizer, batch_size, options, dynamic, drop_remainder):
-    """Flat NSP batches -> packed `[CLS] A [SEP] B [SEP]` inputs with MLM masks and labels."""
+    """Epochs of flat NSP arrays -> batches of packed `[CLS] A [SEP] B [SEP]` inputs with MLM
+    masks and labels. Packs and masks chunks of several batches per call, then cuts them
+    into `batch_size` batches (one mask seed per chunk)."""
     ids = tokenizer.special_token_ids
     packer = BertPacker(options.seq_length, ids["cls"], ids["sep"], ids["pad"])
     masker = BertMasker(
@@ -115,21 +143,14 @@ def _pack_and_mask(ds, tokenizer, batch_size, options, dynamic, drop_remainder):
         max_predictions=options.max_predictions, mask_rate=options.mask_rate,
         whole_word=options.whole_word,
         continuation=continuation_flags(tokenizer.vocab) if options.whole_word else None)
-    if drop_remainder:
-        ds = ds.filter(lambda a, la, b, lb, y: tf.shape(la)[0] == batch_size)
     seeds = tf.data.Dataset.random(seed=options.seed, rerandomize_each_iteration=dynamic)
 
-    def pack_and_mask(batch, seed_pair):
-        flat_a, len_a, flat_b, len_b, labels = batch
-        inputs = packer([tf.RaggedTensor.from_row_lengths(flat_a, len_a),
-                         tf.RaggedTensor.from_row_lengths(flat_b, len_b)])
-        if drop_remainder:
-            inputs = {k: tf.ensure_shape(v, [batch_size, options.seq_length])
-                      for k, v in inputs.items()}
-        features = masker(inputs, seed_pair)
+    def pack_and_mask(pair, seed_pair):
+        segment_a, segment_b, labels = pair
+        features = masker(packer([segment_a, segment_b]), seed_pair)
         features["next_sentence_labels"] = labels
         return features
 
-    ds = tf.data.Dataset.zip(ds, seeds.batch(2))
-    return ds.map(pack_and_mask, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-        tf.data.AUTOTUNE)
+    ds = tf.data.Dataset.zip(_chunks(ds, _chunk_size(batch_size)), seeds.batch(2))
+    ds = ds.map(pack_and_mask, num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.rebatch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)

@@ -125,19 +125,32 @@ class BertMasker(tf.Module):
 
     @staticmethod
     def _greedy_fit(word_len, is_word, budget):
-        """Visits words in order; takes one when it still fits the budget, else skips it."""
-        def step(count, inputs):
-            length, valid = inputs
-            take = tf.logical_and(valid, count + length <= budget)
-            return count + tf.where(take, length, 0), take
+        """Visits words in order; takes one when it still fits the budget, else skips it.
 
-        def scan_fn(carry, inputs):
-            count, _ = carry
-            return step(count, inputs)
+        A `tf.while_loop` over the visiting order that stops after the last word of any row
+        or as soon as every row has used its whole budget (nothing fits any more): usually
+        a few dozen steps instead of one per position.
+        """
+        batch, width = tf.shape(word_len)[0], tf.shape(word_len)[1]
+        lengths, valid = tf.transpose(word_len), tf.transpose(is_word)  # [order, batch]
+        # At least one step: a TensorArray of unknown element shape cannot stack empty.
+        steps = tf.maximum(
+            tf.reduce_max(tf.where(is_word, tf.range(1, width + 1)[None, :], 0)), 1)
 
-        _, taken = tf.scan(scan_fn, (tf.transpose(word_len), tf.transpose(is_word)),
-                           initializer=(tf.zeros_like(budget), tf.zeros_like(budget, tf.bool)))
-        return tf.transpose(taken)
+        def not_done(step, count, taken):
+            return tf.logical_and(step < steps, tf.reduce_any(count < budget))
+
+        def visit(step, count, taken):
+            take = tf.logical_and(valid[step], count + lengths[step] <= budget)
+            return step + 1, count + tf.where(take, lengths[step], 0), taken.write(step, take)
+
+        _, _, taken = tf.while_loop(
+            not_done, visit,
+            (tf.constant(0), tf.zeros_like(budget),
+             tf.TensorArray(tf.bool, size=0, dynamic_size=True, element_shape=[None])))
+        taken = tf.transpose(taken.stack())  # [batch, steps run]
+        visited = tf.shape(taken)[1]
+        return tf.pad(tf.reshape(taken, [batch, visited]), [[0, 0], [0, width - visited]])
 
     # ----- corrupting and packing the outputs -----------------------------------------------
 

@@ -92,3 +92,37 @@ def test_bad_corpora():
         create_nsp_examples([[[1, 2, 3]], [[]], []])
     with pytest.raises(ValueError, match="seq_length"):
         create_nsp_examples(_corpus(), seq_length=4)
+
+
+def _truncate_token_by_token(tokens_a, tokens_b, max_tokens, rng):
+    """The original `truncate_seq_pair` loop of create_pretraining_data.py."""
+    while len(tokens_a) + len(tokens_b) > max_tokens:
+        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+
+
+def test_closed_form_truncation_equals_the_original_loop():
+    """Same kept tokens and the same draws from the generator, for every length pattern."""
+    cases = random.Random(1)
+    for trial in range(3000):
+        len_a, len_b = cases.randint(0, 60), cases.randint(0, 60)
+        max_tokens = cases.randint(0, 80)
+        a, b = list(range(len_a)), list(range(1000, 1000 + len_b))
+        ref_a, ref_b = list(a), list(b)
+        rng, ref_rng = random.Random(trial), random.Random(trial)
+        truncate_pair_randomly(a, b, max_tokens, rng)
+        _truncate_token_by_token(ref_a, ref_b, max_tokens, ref_rng)
+        assert (a, b) == (ref_a, ref_b), (len_a, len_b, max_tokens)
+        assert rng.random() == ref_rng.random()
+
+
+def test_numpy_sentences_give_the_same_examples_as_lists():
+    docs = _corpus(40)
+    as_arrays = [[np.array(s, np.int32) for s in doc] for doc in docs]
+    expected = create_nsp_examples(docs, seq_length=64, seed=11)
+    got = create_nsp_examples(as_arrays, seq_length=64, seed=11)
+    assert got == expected
+    assert all(type(t) is int for ex in got[:20] for t in ex.tokens_a + ex.tokens_b)

@@ -148,3 +148,29 @@ def test_bad_arguments():
         BertMasker(10, 4, SPECIAL, mask_rate=0)
     with pytest.raises(ValueError, match="3 flags for a vocab of 10"):
         BertMasker(10, 4, SPECIAL, continuation=np.zeros(3, bool))
+
+
+def _greedy_reference(word_len, is_word, budget):
+    """The original's loop: visit words in order, take one if it still fits the budget."""
+    taken = np.zeros(word_len.shape, bool)
+    for row in range(len(word_len)):
+        count = 0
+        for j in range(word_len.shape[1]):
+            if is_word[row, j] and count + word_len[row, j] <= budget[row]:
+                taken[row, j] = True
+                count += word_len[row, j]
+    return taken
+
+
+@pytest.mark.parametrize("seq", [1, 7, 128])
+def test_greedy_fit_matches_the_loop_and_stops_early_safely(seq):
+    rng = np.random.default_rng(seq)
+    fit = tf.function(BertMasker._greedy_fit)
+    for trial in range(20):
+        batch = [1, 5, 64][trial % 3]
+        word_len = rng.integers(1, 6, (batch, seq)).astype(np.int32)
+        # Words anywhere (not only first in the order), some rows with none at all.
+        is_word = rng.random((batch, seq)) < rng.choice([0.0, 0.2, 0.9])
+        budget = rng.integers(1, 21, batch).astype(np.int32)
+        got = fit(tf.constant(word_len), tf.constant(is_word), tf.constant(budget)).numpy()
+        np.testing.assert_array_equal(got, _greedy_reference(word_len, is_word, budget))
