@@ -21,37 +21,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-from keras_bert import BertConfig, BertEncoder
-from keras_bert.checkpoints import save_model_dir
+from keras_bert.serving.batcher import Batcher
 from keras_bert.serving.client import GrpcClient, RestClient, ServerError
 from keras_bert.serving.exporter import export_model
-from keras_bert.serving.model_store import Batcher
 from keras_bert.serving.server import ModelServer
+from tests.serving.helpers import make_tiny_model_dir
 
-WORDS = ("the a cat dog sat on mat call me ishmael state of union is strong bert reads whole "
-         "sentence at once in both directions . , ! ? -").split()
 TEXTS = ["Call me Ishmael.", "", "The cat sat on the mat!", "Naïve café — BERT reads."]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def make_tiny_model_dir(path, seed: int = 0) -> str:
-    """A random 2-layer, 32-wide encoder with a small vocab, as a keras_bert model dir
-    (initialised from `seed`, so two seeds give two different models)."""
-    keras.utils.set_random_seed(seed)
-    os.makedirs(path, exist_ok=True)
-    vocab = os.path.join(path, "vocab-source.txt")
-    with open(vocab, "w", encoding="utf-8") as f:
-        f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
-    config = BertConfig(vocab_size=5 + len(WORDS), hidden_size=32, num_layers=2, num_heads=4,
-                        intermediate_size=64, max_position_embeddings=64)
-    return save_model_dir(BertEncoder(config), os.path.join(path, "model"), vocab,
-                          lower_case=True).path
 
 
 @functools.cache
