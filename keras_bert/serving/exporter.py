@@ -1,8 +1,8 @@
 """`export_model`: a keras_bert model directory -> `BASE/<version>/` for TensorFlow Serving.
 
 The version directory holds `saved_model.pb`, `variables/` (each variable once),
-`assets/` (`vocab.txt`, and `labels.txt` for classifiers, for people and clients: the graph
-itself holds both as constants) and `assets.extra/tf_serving_warmup_requests`. Before the
+`assets/` (`vocab.txt`, and `labels.txt` for classifiers and taggers, for people and
+clients: the graph itself holds both as constants) and `assets.extra/tf_serving_warmup_requests`. Before the
 version appears, every op of the graph is checked against the target model server
 (`keras_bert.serving.op_audit`); an incompatible graph is refused, naming the op.
 """
@@ -17,15 +17,17 @@ import tensorflow as tf
 
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
 from keras_bert.serving.module import ServingModule
+from keras_bert.serving.op_audit import DEFAULT_TARGET
 from keras_bert.serving.outputs import (
     classification_outputs,
     embedding_outputs,
     regression_outputs,
 )
+from keras_bert.serving.span_qa import SpanQAServingModule
+from keras_bert.serving.tagging import TaggerServingModule
 from keras_bert.serving.versions import atomic_version_dir
 from keras_bert.serving.warmup import predict_log, write_warmup
 
-DEFAULT_TARGET = "serving-2.13+"
 WARMUP_TEXTS = ["Call me Ishmael.", "The State of the Union is strong.",
                 "BERT reads a whole sentence at once, in both directions."]
 
@@ -41,12 +43,15 @@ class ExportedModel:
 
 
 def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
-                         pooling: str | None = None, max_length: int | None = None
+                         pooling: str | None = None, max_length: int | None = None,
+                         null_score_threshold: float = 0.0
                          ) -> tuple[ServingModule, str, dict]:
     """The `ServingModule` for a model directory: `(module, task, asset files)`.
 
     Texts are truncated at `seq_length`, else `max_length`, else the task's training
-    sequence length (encoders: their `max_position_embeddings`, at most 512).
+    sequence length (encoders: their `max_position_embeddings`, at most 512). Taggers get a
+    `TaggerServingModule`, span-QA models a `SpanQAServingModule` (`null_score_threshold`:
+    SQuAD v2.0's "no answer" margin).
     """
     task = dict(model_dir.metadata.get("task") or {"kind": "embed"})
     kind = task["kind"]
@@ -68,8 +73,21 @@ def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
             assets["labels.txt"] = os.path.join(model_dir.path, "labels.txt")
         elif kind == "regress":
             outputs = regression_outputs()
+        elif kind == "tag":
+            assets["labels.txt"] = os.path.join(model_dir.path, "labels.txt")
+            module = TaggerServingModule(model, tokenizer, list(loaded.labels.names),
+                                         seq_length=seq_length, max_length=max_length)
+            return module, kind, assets
+        elif kind == "squad":
+            module = SpanQAServingModule(
+                model, tokenizer, seq_length=seq_length, max_length=max_length,
+                max_query_length=int(task.get("max_query_length", 64)),
+                allow_no_answer=bool(task.get("version_2", False)),
+                null_score_threshold=null_score_threshold)
+            return module, kind, assets
         else:
-            raise ValueError(f"Exporting task {kind!r} is not supported yet")
+            raise ValueError(f"Cannot export task {kind!r}: expected one of classify, "
+                             "regress, tag, squad or embed")
     module = ServingModule(model, tokenizer, outputs, seq_length=seq_length,
                            max_length=max_length, pair=pair)
     return module, kind, assets
@@ -78,17 +96,19 @@ def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
 def export_model(model_dir: str, base_dir: str, version: int | None = None,
                  seq_length: int | None = None, pooling: str | None = None,
                  max_length: int | None = None, target: str | None = DEFAULT_TARGET,
-                 model_name: str = "bert", warmup_texts: list[str] | None = None
-                 ) -> ExportedModel:
+                 model_name: str = "bert", warmup_texts: list[str] | None = None,
+                 null_score_threshold: float = 0.0) -> ExportedModel:
     """Exports `model_dir` as version `version` (default: the next one) under `base_dir`.
 
     `seq_length` fixes the sequence length (static shapes, for TPU/XLA serving); by
     default each request is padded to its longest text, truncated at `max_length` (see
     `build_serving_module`). `target` names the model servers
-    the graph must load in (None skips the op audit).
+    the graph must load in (None skips the op audit). `null_score_threshold`: SQuAD v2.0
+    span-QA exports answer "" when the null score beats the best span by more than this.
     """
     source = load_model_dir(model_dir)
-    module, kind, assets = build_serving_module(source, seq_length, pooling, max_length)
+    module, kind, assets = build_serving_module(source, seq_length, pooling, max_length,
+                                                null_score_threshold)
     signatures = module.signatures()
     # The asset files travel in `assets/` (copied by the saver because they are tracked).
     module.asset_files = {name: tf.saved_model.Asset(path) for name, path in assets.items()}
@@ -100,9 +120,13 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
 
             check(tmp, target)
         texts = np.array(warmup_texts or WARMUP_TEXTS, dtype=object)
-        inputs = {"text": texts}
-        if module.pair:
-            inputs["text_b"] = texts[::-1]
+        if isinstance(module, SpanQAServingModule):
+            inputs = {"question": np.array(["Who reads?"] * len(texts), dtype=object),
+                      "context": texts}
+        else:
+            inputs = {"text": texts}
+            if module.pair:
+                inputs["text_b"] = texts[::-1]
         write_warmup(tmp, [predict_log(model_name, "serving_default", inputs)])
     path = os.path.join(base_dir, str(number))
     return ExportedModel(path, number, kind, describe_signatures(signatures))

@@ -8,7 +8,9 @@ graph constant, never a file path), a `BertPacker` and the Keras model, and expo
   clients that tokenize themselves.
 
 String processing is pinned to the host CPU so a GPU model server runs only the network on
-the GPU. Outputs depend on the task (see `TASK_OUTPUTS`).
+the GPU. Outputs depend on the task (`keras_bert.serving.outputs`); the tagger and span-QA
+exports subclass this module (`tagging.py`, `span_qa.py`) because their text signature
+needs more than the packed ids (word and context offsets).
 """
 
 from __future__ import annotations
@@ -33,12 +35,11 @@ class ServingModule(tf.Module):
       model: a Keras model taking the three id tensors (a dict).
       tokenizer: the `BertTokenizer` of the model.
       outputs_fn: `(model_outputs, packed_inputs) -> dict of named tensors` (the task's
-        postprocessing; see `keras_bert.serving.tasks`).
+        postprocessing; see `keras_bert.serving.outputs`).
       seq_length: a static sequence length (TPU/XLA serving), or None to pad each batch to
         its longest text, truncated at `max_length`.
       max_length: truncation length when `seq_length` is None.
       pair: whether `serving_default` takes `text_b` too.
-      assets: extra objects to track (e.g. label names), saved with the module.
     """
 
     def __init__(self, model, tokenizer, outputs_fn: Callable, seq_length: int | None = None,
@@ -66,8 +67,11 @@ class ServingModule(tf.Module):
         outputs = self.model(inputs, training=False)
         return self.outputs_fn(outputs, inputs)
 
-    def signatures(self) -> dict:
-        """The concrete functions to export, by signature name."""
+    def text_function(self) -> tf.types.experimental.ConcreteFunction:
+        """`serving_default`: `text` (and `text_b`) strings -> the task's outputs.
+
+        Subclasses whose text signature differs (tagging, question answering) override it.
+        """
         text = tf.TensorSpec([None], tf.string, name="text")
         if self.pair:
             text_b = tf.TensorSpec([None], tf.string, name="text_b")
@@ -76,6 +80,10 @@ class ServingModule(tf.Module):
         else:
             serving = tf.function(lambda text: self.run(self.preprocess(text)),
                                   input_signature=[text])
+        return serving.get_concrete_function()
+
+    def ids_function(self) -> tf.types.experimental.ConcreteFunction:
+        """`serve_ids`: the three id tensors -> `run` outputs."""
         ids = dict(IDS_SIGNATURE)
         if self.seq_length:
             ids = {k: tf.TensorSpec([None, self.seq_length], tf.int32, name=k)
@@ -87,5 +95,8 @@ class ServingModule(tf.Module):
 
         serve_ids = tf.function(serve_ids, input_signature=[
             ids["input_word_ids"], ids["input_mask"], ids["input_type_ids"]])
-        return {"serving_default": serving.get_concrete_function(),
-                "serve_ids": serve_ids.get_concrete_function()}
+        return serve_ids.get_concrete_function()
+
+    def signatures(self) -> dict:
+        """The concrete functions to export, by signature name."""
+        return {"serving_default": self.text_function(), "serve_ids": self.ids_function()}

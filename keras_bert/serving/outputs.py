@@ -38,3 +38,17 @@ def regression_outputs():
     def outputs(model_outputs, inputs):
         return {"score": tf.reshape(_logits(model_outputs), [-1])}
     return outputs
+
+
+def token_label_outputs(label_names: list[str]):
+    """Per-position tagger outputs (the tagger's `serve_ids`): `logits` `[batch, seq, tags]`,
+    `label_ids`, `labels` (names) and `scores` (the chosen label's probability), `[batch, seq]`.
+    """
+    names = tf.constant(label_names, tf.string)
+
+    def outputs(model_outputs, inputs):
+        logits = _logits(model_outputs)
+        label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"logits": logits, "label_ids": label_ids, "labels": tf.gather(names, label_ids),
+                "scores": tf.reduce_max(tf.nn.softmax(logits), axis=-1)}
+    return outputs

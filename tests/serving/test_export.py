@@ -2,8 +2,6 @@
 that imports only TensorFlow + TF Text."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,8 +13,8 @@ from keras_bert.serving.exporter import export_model
 from keras_bert.serving.versions import atomic_version_dir, existing_versions
 from keras_bert.serving.warmup import read_warmup
 from tests.reference import minilm_dir
+from tests.serving.helpers import run_fresh
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 TEXTS = ["Call me Ishmael.", "", "Naïve café owners ate crème brûlée — twice!",
          "Whenever it is a damp, drizzly November in my soul, I go to sea. " * 30]
 
@@ -30,21 +28,6 @@ def model_dir(tmp_path_factory):
 def exported(model_dir, tmp_path_factory):
     base = tmp_path_factory.mktemp("serving") / "minilm"
     return export_model(model_dir.path, str(base), pooling="mean", target=None)
-
-
-def run_fresh(export_dir, signature, inputs, tmp_path):
-    """Outputs of `signature` computed by tests/serving/load_in_fresh_process.py."""
-    inputs_path, out_path = tmp_path / "in.npz", tmp_path / "out.npz"
-    np.savez(inputs_path, **inputs)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    env.pop("PYTHONPATH", None)
-    done = subprocess.run([sys.executable, os.path.join(HERE, "load_in_fresh_process.py"),
-                           export_dir, signature, str(inputs_path), str(out_path)],
-                          cwd=str(tmp_path), env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    with np.load(out_path) as data:
-        return {name: data[name] for name in data.files}
 
 
 def test_layout_and_size(exported):

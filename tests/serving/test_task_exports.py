@@ -1,0 +1,178 @@
+"""Tagger and span-QA exports: word labels with offsets and in-graph SQuAD decoding, checked
+in a fresh TensorFlow-only process against the Keras model and `keras_bert.tasks`' Python
+code on the same texts."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.checkpoints.task_dir import load_task_model
+from keras_bert.serving.exporter import export_model
+from keras_bert.serving.op_audit import audit
+from keras_bert.serving.span_qa import best_spans
+from keras_bert.tasks import conll, squad
+from tests.serving.helpers import make_tiny_task_dir, run_fresh
+
+TAGS = ["B-LOC", "B-PER", "I-PER", "O"]
+TAG_SEQ = 12
+# Plain words, accents, a zero-width word (no wordpiece: read as [UNK]), tabs and a
+# no-break space between words, an empty text, and one longer than the sequence (truncated).
+SENTENCES = ["Ahab smith sailed to Paris", "Naïve café\towners ate crème\u00a0brûlée",
+             "the \u200b cat", "",
+             "the cat sat on the mat in rome with the dog and ishmael who sailed to sea"]
+
+QA_TASK = {"kind": "squad", "seq_length": 40, "max_query_length": 8, "doc_stride": 16,
+           "version_2": True}
+QUESTIONS = ["who sailed to sea?", "what is the capital?", "where does bert read?", "Who?",
+             "what is the capital of the union?", "who sat on the mat?"]
+CONTEXTS = ["Ahab smith sailed to the sea at once.",
+            "The capital of the union is Paris, not Rome.",
+            "Naïve café — BERT reads whole sentences at once, in both directions.", "",
+            "Rome is the capital; Paris is a city. The cat sat.",
+            "The dog and the cat sat on the mat at once, said Ahab to Smith."]
+
+
+# ---------------------------------------------------------------------------- tagger
+@pytest.fixture(scope="module")
+def tagger(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tagger")
+    task_dir = make_tiny_task_dir(root, {"kind": "tag", "seq_length": TAG_SEQ,
+                                         "num_classes": len(TAGS)}, TAGS)
+    return load_task_model(task_dir), export_model(task_dir, str(root / "export"))
+
+
+def test_tagger_export_layout(tagger):
+    _, exported = tagger
+    assert exported.task == "tag"
+    assert exported.signatures["serving_default"] == {
+        "inputs": ["text"], "outputs": ["end_offsets", "label_ids", "labels", "num_words",
+                                        "scores", "start_offsets", "tokens"]}
+    with open(f"{exported.path}/assets/labels.txt", encoding="utf-8") as f:
+        assert f.read().split() == TAGS
+    assert audit(exported.path).ok  # also checked by the exporter before the version appears
+
+
+def test_tagger_fresh_process_matches_keras_words(tagger, tmp_path):
+    loaded, exported = tagger
+    got = run_fresh(exported.path, "serving_default",
+                    {"text": np.array(SENTENCES, dtype=object)}, tmp_path)
+    words = [s.split() for s in SENTENCES]
+    # Reference: the training alignment (first wordpiece per word) and the Keras model.
+    features = conll.align_sentences(loaded.tokenizer, words, TAG_SEQ)
+    logits = np.asarray(loaded.model(features.features(), training=False))
+    predicted = np.argmax(logits, axis=-1)
+    expected = conll.predictions_to_tags(predicted, features, loaded.labels)
+    np.testing.assert_array_equal(got["num_words"], [len(w) for w in words])
+    assert features.words_kept[-1] < len(words[-1])  # the long sentence is truncated
+    for i, text in enumerate(SENTENCES):
+        n, kept = len(words[i]), int(features.words_kept[i])
+        raw = text.encode("utf-8")
+        assert [t.decode() for t in got["tokens"][i, :n]] == words[i]
+        for j in range(n):  # byte offsets into the original text
+            start, end = got["start_offsets"][i, j], got["end_offsets"][i, j]
+            assert raw[start:end].decode("utf-8") == words[i][j]
+        assert [t.decode() for t in got["labels"][i, :kept]] == expected[i][:kept]
+        first = np.flatnonzero(np.diff(np.r_[-1, features.word_ids[i]]) != 0)
+        first = [p for p in first if features.word_ids[i, p] >= 0]
+        assert got["label_ids"][i, :kept].tolist() == predicted[i, first].tolist()
+        probabilities = tf.nn.softmax(logits[i, first]).numpy().max(axis=-1)
+        np.testing.assert_allclose(got["scores"][i, :kept], probabilities, atol=1e-5)
+        # Words past the sequence length and padding: documented pad values.
+        assert set(got["labels"][i, kept:].tolist()) <= {b""}
+        assert set(got["label_ids"][i, kept:].tolist()) <= {-1}
+        assert set(got["start_offsets"][i, n:].tolist()) <= {-1}
+
+
+def test_tagger_serve_ids_labels_every_position(tagger):
+    loaded, exported = tagger
+    features = conll.align_sentences(loaded.tokenizer, [s.split() for s in SENTENCES],
+                                     TAG_SEQ)
+    out = tf.saved_model.load(exported.path).signatures["serve_ids"](
+        **{k: tf.constant(v) for k, v in features.features().items()})
+    logits = np.asarray(loaded.model(features.features(), training=False))
+    np.testing.assert_allclose(out["logits"].numpy(), logits, atol=1e-5)
+    np.testing.assert_array_equal(out["label_ids"].numpy(), np.argmax(logits, axis=-1))
+    assert out["labels"].numpy()[0, 0].decode() == TAGS[np.argmax(logits[0, 0])]
+
+
+# ---------------------------------------------------------------------------- span QA
+def _python_answers(loaded, threshold: float, allow_no_answer: bool = True):
+    """`keras_bert.tasks.squad`'s features and decoder on the Keras model's logits."""
+    examples = [squad.SquadExample(str(i), q, c)
+                for i, (q, c) in enumerate(zip(QUESTIONS, CONTEXTS, strict=True))]
+    features = squad.squad_features(examples, loaded.tokenizer, seq_length=QA_TASK["seq_length"],
+                                    max_query_length=QA_TASK["max_query_length"],
+                                    doc_stride=QA_TASK["doc_stride"])
+    assert len(features) == len(examples)  # every context fits one window
+    inputs = {k: np.stack([getattr(f, k) for f in features])
+              for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    logits = {k: np.asarray(v) for k, v in loaded.model(inputs, training=False).items()}
+    results = squad.decode_predictions(examples, features, logits["start_logits"],
+                                       logits["end_logits"], allow_no_answer=allow_no_answer,
+                                       null_score_threshold=threshold)
+    return [results[ex.qas_id] for ex in examples], features, logits
+
+
+@pytest.fixture(scope="module")
+def span_qa(tmp_path_factory):
+    root = tmp_path_factory.mktemp("span_qa")
+    task_dir = make_tiny_task_dir(root, QA_TASK)
+    loaded = load_task_model(task_dir)
+    # A null-score threshold between the questions' margins, so that "no answer" wins for
+    # some questions and a span for others.
+    results, _, _ = _python_answers(loaded, 0.0)
+    margins = sorted(r["null_score"] - max([c["score"] for c in r["nbest"] if c["text"]],
+                                           default=-np.inf) for r in results)
+    threshold = float((margins[2] + margins[3]) / 2)
+    exported = export_model(task_dir, str(root / "export"), null_score_threshold=threshold)
+    return loaded, exported, threshold
+
+
+def test_span_qa_fresh_process_matches_python_decoder(span_qa, tmp_path):
+    loaded, exported, threshold = span_qa
+    assert exported.signatures["serving_default"] == {
+        "inputs": ["context", "question"], "outputs": ["answer", "end", "score", "start"]}
+    got = run_fresh(exported.path, "serving_default",
+                    {"question": np.array(QUESTIONS, dtype=object),
+                     "context": np.array(CONTEXTS, dtype=object)}, tmp_path)
+    expected, _, _ = _python_answers(loaded, threshold)
+    answers = [a.decode("utf-8") for a in got["answer"]]
+    assert answers == [r["text"] for r in expected]
+    assert "" in answers[:3] + answers[4:] and any(answers)  # both outcomes occur
+    for i, r in enumerate(expected):
+        if r["text"]:  # byte offsets of the Python decoder's character offsets
+            context = CONTEXTS[i]
+            assert got["start"][i] == len(context[:r["start_char"]].encode("utf-8"))
+            assert got["end"][i] == len(context[:r["end_char"]].encode("utf-8"))
+        else:
+            assert got["start"][i] == got["end"][i] == -1
+        np.testing.assert_allclose(got["score"][i], r["score"], atol=1e-5)
+
+
+@pytest.mark.parametrize("allow_no_answer", [False, True])
+def test_best_spans_is_the_python_decoder(span_qa, allow_no_answer):
+    loaded, _, threshold = span_qa
+    expected, features, logits = _python_answers(loaded, threshold, allow_no_answer)
+    in_context = np.stack([f.token_start_char >= 0 for f in features])
+    begin = np.argmax(in_context, axis=1)
+    spans = best_spans(tf.constant(logits["start_logits"]), tf.constant(logits["end_logits"]),
+                       begin, begin + in_context.sum(axis=1), allow_no_answer=allow_no_answer,
+                       null_score_threshold=threshold)
+    for i, (r, f) in enumerate(zip(expected, features, strict=True)):
+        s, e = int(spans["start_position"][i]), int(spans["end_position"][i])
+        text = CONTEXTS[i][f.token_start_char[s]:f.token_end_char[e]] if s >= 0 else ""
+        assert text == r["text"]
+        assert float(spans["score"][i]) == pytest.approx(r["score"], abs=1e-5)
+
+
+def test_span_qa_serve_ids_decodes_the_context_only(span_qa):
+    loaded, exported, threshold = span_qa
+    _, features, logits = _python_answers(loaded, threshold)
+    inputs = {k: tf.constant(np.stack([getattr(f, k) for f in features]))
+              for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    out = tf.saved_model.load(exported.path).signatures["serve_ids"](**inputs)
+    np.testing.assert_allclose(out["start_logits"].numpy(), logits["start_logits"], atol=1e-5)
+    for i, f in enumerate(features):
+        s, e = int(out["start_position"][i]), int(out["end_position"][i])
+        if s >= 0:
+            assert f.token_start_char[s] >= 0 and f.token_start_char[e] >= 0 and s <= e
