@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from keras_bert.cli import (
+    audit,
     build_vocab,
     convert,
     create_pretraining_data,
@@ -21,7 +22,7 @@ from keras_bert.cli import (
 )
 
 COMMANDS = (convert, encode, tokenize, build_vocab, create_pretraining_data, pretrain,
-            finetune, predict, distill, export, serve, query)
+            finetune, predict, distill, export, serve, query, audit)
 
 
 def build_parser() -> argparse.ArgumentParser:

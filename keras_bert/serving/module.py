@@ -72,15 +72,16 @@ class ServingModule(tf.Module):
 
         Subclasses whose text signature differs (tagging, question answering) override it.
         """
-        text = tf.TensorSpec([None], tf.string, name="text")
+        specs = [tf.TensorSpec([None], tf.string, name="text")]
         if self.pair:
-            text_b = tf.TensorSpec([None], tf.string, name="text_b")
-            serving = tf.function(lambda text, text_b: self.run(self.preprocess(text, text_b)),
-                                  input_signature=[text, text_b])
+            specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
+
+            def serving_default(text, text_b):
+                return self.run(self.preprocess(text, text_b))
         else:
-            serving = tf.function(lambda text: self.run(self.preprocess(text)),
-                                  input_signature=[text])
-        return serving.get_concrete_function()
+            def serving_default(text):
+                return self.run(self.preprocess(text))
+        return tf.function(serving_default, input_signature=specs).get_concrete_function()
 
     def ids_function(self) -> tf.types.experimental.ConcreteFunction:
         """`serve_ids`: the three id tensors -> `run` outputs."""
