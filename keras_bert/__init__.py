@@ -1,12 +1,31 @@
-"""keras_bert: BERT in Keras 3 on TensorFlow, from raw text to TensorFlow Serving."""
+"""keras_bert: BERT in Keras 3 on TensorFlow, from raw text to TensorFlow Serving.
 
+`BertConfig`, `PRESETS` and `BertEncoder` are loaded on first use (module `__getattr__`),
+so that `import keras_bert.serving.client` (or the server, REST and op-audit modules) does
+not import Keras.
+"""
+
+import importlib
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from keras_bert.config import PRESETS, BertConfig  # noqa: E402
-from keras_bert.models import BertEncoder  # noqa: E402
-
 __version__ = "0.1.0"
 __all__ = ["PRESETS", "BertConfig", "BertEncoder", "__version__"]
+
+_LAZY = {"PRESETS": "keras_bert.config", "BertConfig": "keras_bert.config",
+         "BertEncoder": "keras_bert.models"}
+
+
+def __getattr__(name: str):
+    """Imports `BertConfig`, `PRESETS` or `BertEncoder` from their module when first used."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'keras_bert' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,63 @@
+"""The client side of serving imports no Keras; the server side no more than TensorFlow does.
+
+Each check runs in a fresh interpreter (this test process has Keras loaded already).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+PROBE = """
+import json, sys
+for name in sys.argv[1:]:
+    __import__(name)
+print(json.dumps({"keras": sorted(m for m in sys.modules if m == "keras" or m.startswith("keras.")),
+                  "keras_bert": sorted(m for m in sys.modules if m.startswith("keras_bert"))}))
+"""
+
+
+def loaded_after(*modules: str) -> dict:
+    """`{"keras": [...], "keras_bert": [...]}` modules loaded by importing `modules`."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "-c", PROBE, *modules], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("module", ["keras_bert.serving.client", "keras_bert.serving",
+                                    "keras_bert.serving.op_audit", "keras_bert.cli"])
+def test_client_side_imports_no_keras(module):
+    loaded = loaded_after(module)
+    assert loaded["keras"] == [], loaded["keras"][:5]
+    assert "keras_bert.models" not in loaded["keras_bert"]
+
+
+def test_package_exposes_encoder_lazily():
+    loaded = loaded_after("keras_bert")
+    assert loaded["keras"] == [] and loaded["keras_bert"] == ["keras_bert"]
+    import keras_bert
+    from keras_bert.models import BertEncoder
+
+    assert keras_bert.BertEncoder is BertEncoder and "BertConfig" in dir(keras_bert)
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        keras_bert.Nope  # noqa: B018
+
+
+def test_server_side_loads_no_keras_model_code():
+    # `import tensorflow` itself imports Keras 3 when it is installed (it eagerly loads
+    # keras.src.optimizers); the server must not add to that, nor load keras_bert's models.
+    server = loaded_after("keras_bert.serving.server", "keras_bert.serving.rest",
+                          "keras_bert.serving.model_store")
+    tensorflow_alone = loaded_after("tensorflow", "tensorflow_text", "grpc")
+    assert set(server["keras"]) <= set(tensorflow_alone["keras"])
+    assert not [m for m in server["keras_bert"] if not m.startswith("keras_bert.serving")
+                and m != "keras_bert"]
+    assert "keras_bert.serving.exporter" not in server["keras_bert"]
