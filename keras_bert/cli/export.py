@@ -7,12 +7,16 @@ import json
 
 def register(subparsers) -> None:
     """Adds the `export` subcommand."""
+    from keras_bert.serving.op_audit import DEFAULT_TARGET
+
     p = subparsers.add_parser(
         "export", help="export a model directory for TensorFlow Serving",
         description="Writes BASE_DIR/<version>/ (saved_model.pb, variables/, assets/, "
                     "assets.extra/tf_serving_warmup_requests) with the tokenizer inside: "
                     "serving_default takes raw strings, serve_ids takes token ids. The graph "
                     "is checked against the target model servers' ops before it appears. "
+                    "Taggers return one label per word with byte offsets; span-QA models take "
+                    "question and context and return answer, start, end and score. "
                     "With --hub, writes a TF Hub-style preprocess/ + encoder/ pair instead.")
     p.add_argument("model_dir", help="keras_bert model directory")
     p.add_argument("base_dir", help="model base directory (versions are subdirectories)")
@@ -22,8 +26,11 @@ def register(subparsers) -> None:
     p.add_argument("--max-length", type=int, help="truncation length when not static")
     p.add_argument("--pooling", choices=("pooled", "cls", "mean"),
                    help="encoder exports: the `embedding` output")
-    p.add_argument("--target", default="serving-2.13+",
+    p.add_argument("--target", default=DEFAULT_TARGET,
                    help="model servers the graph must load in (see `keras-bert audit`)")
+    p.add_argument("--null-score-threshold", type=float, default=0.0,
+                   help="SQuAD v2.0 span-QA models: answer \"\" when the null score beats "
+                        "the best span by more than this (default 0)")
     p.add_argument("--no-audit", action="store_true", help="skip the op audit")
     p.add_argument("--model-name", default="bert", help="model name in the warmup requests")
     p.add_argument("--hub", action="store_true",
@@ -53,7 +60,8 @@ def run(args) -> int:
                             seq_length=args.seq_length, pooling=args.pooling,
                             max_length=args.max_length,
                             target=None if args.no_audit else args.target,
-                            model_name=args.model_name)
+                            model_name=args.model_name,
+                            null_score_threshold=args.null_score_threshold)
     print(f"exported version {exported.version} ({exported.task}) to {exported.path}")
     print(json.dumps(exported.signatures, indent=2))
     return 0
