@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from keras_bert.cli import (
+    attention,
     audit,
     build_vocab,
     convert,
@@ -22,7 +23,7 @@ from keras_bert.cli import (
 )
 
 COMMANDS = (convert, encode, tokenize, build_vocab, create_pretraining_data, pretrain,
-            finetune, predict, distill, export, serve, query, audit)
+            finetune, predict, distill, export, serve, query, audit, attention)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -67,6 +67,24 @@ class BertEncoder(keras.Model):
         """The word embedding layer (its table is what the masked LM head is tied to)."""
         return self.embeddings.word_embeddings
 
+    def attention_probs(self, inputs: dict) -> list:
+        """Each block's attention probabilities for `inputs` (a dict like the encoder's), in
+        inference mode: a list with one float32 `[batch, heads, seq, seq]` tensor per block.
+
+        Row `q` of a head is the softmax over the keys for query `q`: it sums to 1 over the
+        unmasked keys and is 0 on padded keys. The layers are called directly (the encoder's
+        own graph and outputs are unchanged, and it does not pay for this).
+        """
+        inputs = {name: keras.ops.convert_to_tensor(inputs[name], "int32")
+                  for name in INPUT_NAMES}
+        x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=False)
+        probs = []
+        for block in self.blocks:
+            x, block_probs = block(x, padding_mask=inputs["input_mask"], training=False,
+                                   return_attention_scores=True)
+            probs.append(block_probs)
+        return probs
+
     @classmethod
     def from_preset(cls, name: str, dtype=None, **overrides) -> BertEncoder:
         """A randomly initialised encoder of preset size `name` (see `keras_bert.PRESETS`)."""

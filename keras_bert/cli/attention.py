@@ -1,0 +1,37 @@
+"""`keras-bert attention MODEL_DIR --text ...`: a PNG heat map of attention per layer and head."""
+
+from __future__ import annotations
+
+
+def register(subparsers) -> None:
+    """Adds the `attention` subcommand."""
+    p = subparsers.add_parser(
+        "attention", help="draw a model's attention weights for one text as a PNG",
+        description="Runs MODEL_DIR (a converted, pretrained or fine-tuned keras_bert model "
+                    "directory) on one text, or a pair with --text-b, and writes a heat map "
+                    "of the attention probabilities: one panel per layer (rows) and head "
+                    "(columns), queries down, keys across, wordpieces on both axes.")
+    p.add_argument("model_dir", help="keras_bert model directory")
+    p.add_argument("--text", required=True, help="the text (segment A)")
+    p.add_argument("--text-b", help="optional second segment (sentence pairs)")
+    p.add_argument("--out", default="attention.png", help="PNG to write (default attention.png)")
+    p.add_argument("--layers", type=int, nargs="+",
+                   help="layers to draw, 0-based (default: all)")
+    p.add_argument("--max-length", type=int, default=64,
+                   help="truncate the packed text to this many wordpieces (default 64)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    """Computes the attention probabilities, draws them and prints where the PNG went."""
+    from keras_bert.checkpoints.model_dir import load_model_dir
+    from keras_bert.visualize.attention import plot_attention, text_attention
+
+    model_dir = load_model_dir(args.model_dir)
+    tokens, probs = text_attention(model_dir, args.text, args.text_b, args.max_length)
+    plot_attention(probs, tokens, args.out, layers=args.layers,
+                   title=f"attention of {model_dir.path}")
+    shown = len(args.layers) if args.layers else probs.shape[0]
+    print(f"wrote {args.out}: {shown} layers x {probs.shape[1]} heads over {len(tokens)} "
+          "tokens")
+    return 0
