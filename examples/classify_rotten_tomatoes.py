@@ -13,7 +13,7 @@ format) converted with `keras_bert.checkpoints.convert`, then `keras-bert finetu
 the pooling MiniLM was trained with), AdamW with 10% warmup and linear decay.
 
     python examples/classify_rotten_tomatoes.py            # full run (see README figures)
-    python examples/classify_rotten_tomatoes.py --quick    # tiny subset, 1 short epoch
+    python examples/classify_rotten_tomatoes.py --quick    # 160 snippets, 5 steps (tests)
 
 Prints and writes OUT/metrics.json (held-out accuracy, wall time, settings) and OUT/model (a
 fine-tuned model directory for `keras-bert predict` and `keras-bert export`).
@@ -91,11 +91,10 @@ def rotten_tomatoes_split(out: str, cache_dir: str = DEFAULT_CACHE, train_size: 
             write_csv(held_out[:eval_size], os.path.join(out, "eval.csv")))
 
 
-def minilm_model_dir(out: str):
-    """The real all-MiniLM-L6-v2 weights converted into OUT/minilm (reused when present)."""
+def minilm_model_dir(target: str):
+    """The real all-MiniLM-L6-v2 weights converted into `target` (reused when present)."""
     from keras_bert.checkpoints import convert, load_model_dir
 
-    target = os.path.join(out, "minilm")
     if os.path.exists(os.path.join(target, "keras_bert.json")):
         return load_model_dir(target)
     try:
@@ -113,8 +112,10 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="artifacts/rotten_tomatoes")
     parser.add_argument("--cache", default=DEFAULT_CACHE, help="where the data wheel is kept")
+    parser.add_argument("--minilm", help="converted MiniLM directory (default OUT/minilm; "
+                                         "reused when present)")
     parser.add_argument("--quick", action="store_true",
-                        help="256 training / 128 held-out snippets, 1 epoch, seq 32 (tests)")
+                        help="160 training / 64 held-out snippets, 1 epoch, seq 32 (tests)")
     parser.add_argument("--train-size", type=int, default=4000,
                         help="use the first N of the 10,246 training snippets (0: all); the "
                              "default keeps a 2-core CPU run near 10 minutes")
@@ -129,8 +130,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--verbose", type=int, default=1)
     args = parser.parse_args(argv)
     if args.quick:
-        args.train_size, args.seq_length, args.epochs, args.batch_size = 256, 32, 1, 32
-    eval_size = 128 if args.quick else None
+        args.train_size, args.seq_length, args.epochs, args.batch_size = 160, 32, 1, 32
+    eval_size = 64 if args.quick else None
     args.train_size = args.train_size or None
 
     from keras_bert.training.finetune import FinetuneJob, run_finetuning
@@ -138,7 +139,7 @@ def main(argv=None) -> dict:
     start = time.perf_counter()
     train_csv, eval_csv = rotten_tomatoes_split(args.out, args.cache, args.train_size,
                                                 eval_size)
-    model_dir = minilm_model_dir(args.out)
+    model_dir = minilm_model_dir(args.minilm or os.path.join(args.out, "minilm"))
     job = FinetuneJob(task="classify", model=model_dir.path, train=train_csv, eval=eval_csv,
                       out=os.path.join(args.out, "run"), seq_length=args.seq_length,
                       epochs=args.epochs, batch_size=args.batch_size,

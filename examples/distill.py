@@ -9,6 +9,7 @@ forward speed is measured on the same batch (sequences/s, same batch size and le
 
     python examples/classify_rotten_tomatoes.py          # the teacher, first
     python examples/distill.py [--student-preset mini] [--epochs 5]
+    python examples/distill.py --quick   # 1 epoch, after classify_rotten_tomatoes.py --quick
 
 Prints the comparison and writes OUT/metrics.json and OUT/model (the student).
 """
@@ -37,7 +38,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--learning-rate", type=float, default=5e-4)
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument("--verbose", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="1 epoch (tests)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.epochs = 1
 
     from keras_bert.training.distill import DistillJob, format_comparison, run_distillation
 

@@ -1,0 +1,146 @@
+"""Extractive question answering (SQuAD v1.1 format) on cloze questions built from Moby-Dick.
+
+Data rule (no SQuAD data can be downloaded here): the embedded Moby-Dick sentences are cut
+into contexts of three consecutive sentences (at most 90 words). In each context, the first
+sentence holding a capitalised word (4+ letters, not the sentence's first word) gives one
+question: that sentence with the word replaced by "what", ending in "?"; the answer is the
+word, at its character offset in the context (`answer_start`). The questions are written as
+SQuAD v1.1 JSON (`{"version": "1.1", "data": [{"title", "paragraphs": [{"context", "qas"}]}]}`)
+and read back by `read_squad`; a seeded shuffle holds out 20% of the contexts.
+
+Model: the real all-MiniLM-L6-v2 weights with `BertSpanQA` (start/end logits), trained by
+`run_finetuning` (task `squad`: windows with `doc_stride`, AdamW, warmup, linear decay);
+answers are decoded with n-best and a maximum answer length back to the original text and
+scored with the official SQuAD exact match and F1.
+
+    python examples/squad.py            # 1,500 training questions, 2 epochs, seq 128
+    python examples/squad.py --quick    # 96 questions, 1 epoch, seq 96 (tests)
+
+Figures (2 shared CPU cores): the full run reaches EM 61 / F1 63 on the held-out
+questions in about 9 minutes (a "first capitalised word" baseline scores far lower, see the
+printout); `--quick` takes about 40 s and shows the path only (a handful of steps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+
+import numpy as np
+from _shared import DEFAULT_MINILM, corpus_sentences, minilm_model_dir
+
+CAPITALISED = re.compile(r"\b[A-Z][a-z]{3,}\b")
+
+
+def cloze_question(sentence: str) -> tuple[str, str, int] | None:
+    """`(question, answer, answer offset in the sentence)` by the rule, or None."""
+    for match in CAPITALISED.finditer(sentence):
+        if match.start() > 0:
+            question = sentence[:match.start()] + "what" + sentence[match.end():]
+            return question.rstrip(" .!;:") + " ?", match.group(), match.start()
+    return None
+
+
+def squad_json(seed: int = 2018) -> tuple[dict, dict]:
+    """`(train, held_out)` SQuAD v1.1 dicts built by the rule from Moby-Dick."""
+    sentences = corpus_sentences("moby_dick")
+    paragraphs = []
+    for i in range(0, len(sentences) - 2, 3):
+        window = sentences[i:i + 3]
+        context = " ".join(window)
+        if len(context.split()) > 90:
+            continue
+        offset = 0
+        for sentence in window:
+            found = cloze_question(sentence)
+            if found:
+                question, answer, start = found
+                paragraphs.append({"context": context, "qas": [{
+                    "id": f"md{i}", "question": question,
+                    "answers": [{"text": answer, "answer_start": offset + start}]}]})
+                break
+            offset += len(sentence) + 1
+    order = np.random.default_rng(seed).permutation(len(paragraphs))
+    n_eval = len(paragraphs) // 5
+
+    def dataset(indexes):
+        return {"version": "1.1", "data": [{"title": "Moby-Dick",
+                                            "paragraphs": [paragraphs[k] for k in indexes]}]}
+
+    return dataset(order[n_eval:]), dataset(order[:n_eval])
+
+
+def cut(dataset: dict, size: int) -> dict:
+    """The first `size` paragraphs of a one-article SQuAD dict."""
+    article = dataset["data"][0]
+    return {**dataset, "data": [{**article, "paragraphs": article["paragraphs"][:size]}]}
+
+
+def first_capitalised_baseline(dataset: dict) -> dict:
+    """EM/F1 of answering each question with the context's first capitalised word that the
+    question does not contain (what the rule makes easy to guess without reading)."""
+    from keras_bert.tasks import squad_em_f1
+
+    predictions = {}
+    for paragraph in dataset["data"][0]["paragraphs"]:
+        for qa in paragraph["qas"]:
+            words = [w for w in CAPITALISED.findall(paragraph["context"])
+                     if w not in qa["question"]]
+            predictions[qa["id"]] = words[0] if words else ""
+    return squad_em_f1(predictions, dataset)
+
+
+def main(argv=None) -> dict:
+    """Runs the example; returns `run_finetuning`'s metrics."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="artifacts/squad")
+    parser.add_argument("--minilm", default=DEFAULT_MINILM, help="converted MiniLM (reused)")
+    parser.add_argument("--quick", action="store_true", help="96 questions, 1 epoch, seq 96")
+    parser.add_argument("--train-size", type=int, default=1500)
+    parser.add_argument("--eval-size", type=int, default=300)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--seq-length", type=int, default=128)
+    parser.add_argument("--verbose", type=int, default=2)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.train_size, args.eval_size, args.epochs, args.seq_length = 96, 32, 1, 96
+
+    from keras_bert.cli.predict import predict_answers
+    from keras_bert.tasks import SquadExample
+    from keras_bert.training.finetune import FinetuneJob, load_task_model, run_finetuning
+
+    train, held_out = squad_json()
+    train, held_out = cut(train, args.train_size), cut(held_out, args.eval_size)
+    os.makedirs(args.out, exist_ok=True)
+    paths = {}
+    for name, data in (("train", train), ("eval", held_out)):
+        paths[name] = os.path.join(args.out, f"{name}.json")
+        with open(paths[name], "w", encoding="utf-8") as f:
+            json.dump(data, f)
+    print(f"{len(train['data'][0]['paragraphs'])} training questions, "
+          f"{len(held_out['data'][0]['paragraphs'])} held out")
+    model_dir = minilm_model_dir(args.minilm)
+    job = FinetuneJob(task="squad", model=model_dir.path, train=paths["train"],
+                      eval=paths["eval"], out=os.path.join(args.out, "run"),
+                      seq_length=args.seq_length, max_query_length=48, doc_stride=32,
+                      epochs=args.epochs, batch_size=16, learning_rate=1e-4,
+                      validate_each_epoch=False, verbose=args.verbose)
+    result = run_finetuning(job)
+    scores, baseline = result["eval"], first_capitalised_baseline(held_out)
+    print(f"held-out questions: exact match {scores['exact_match']:.2f} F1 {scores['f1']:.2f} "
+          f"(first-capitalised-word baseline: EM {baseline['exact_match']:.2f} "
+          f"F1 {baseline['f1']:.2f})")
+
+    qa = load_task_model(os.path.join(job.out, "model"))
+    context = ("Call me Ishmael. Some years ago I thought I would sail about a little and see "
+               "the watery part of the world.")
+    [answer] = predict_answers(qa, [SquadExample("demo", "call me what ?", context)])
+    print(f"example: 'call me what ?' -> {answer['answer']!r} "
+          f"(characters {answer['start']}..{answer['end']})")
+    return result
+
+
+if __name__ == "__main__":
+    main()
