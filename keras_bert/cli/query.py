@@ -1,5 +1,5 @@
 """`keras-bert query TEXT...`: ask a TF Serving (or `keras-bert serve`) model; one JSON object
-per text."""
+per text (with `--context`, each TEXT is a question for a span-QA model)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ def register(subparsers) -> None:
     p.add_argument("--version", type=int, help="model version (default: the latest)")
     p.add_argument("--text-b", action="append",
                    help="second segment for pair tasks (once per TEXT, in order)")
+    p.add_argument("--context", action="append",
+                   help="span-QA models: each TEXT is a question about this context (once "
+                        "for all TEXTs, or once per TEXT, in order)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     p.add_argument("--status", action="store_true", help="print the model's version status")
     p.add_argument("--metadata", action="store_true", help="print the model's signatures")
@@ -52,7 +55,19 @@ def run(args) -> int:
             print(json.dumps(client.status(args.version)))
         if args.metadata:
             print(json.dumps(client.metadata(args.version)))
-        if args.texts:
+        if args.texts and args.context:
+            from keras_bert.serving.client import rows
+
+            contexts = args.context * len(args.texts) if len(args.context) == 1 \
+                else args.context
+            if len(contexts) != len(args.texts):
+                raise ValueError(f"{len(args.context)} --context for {len(args.texts)} "
+                                 "questions: give one, or one per question")
+            columns = client.predict_columns({"question": args.texts, "context": contexts},
+                                             args.signature, args.version)
+            for row in rows(columns, len(args.texts)):
+                print(json.dumps(row, default=_json_default))
+        elif args.texts:
             for row in client.predict(args.texts, args.text_b, args.signature, args.version):
                 print(json.dumps(row, default=_json_default))
     except ServerError as e:

@@ -2,13 +2,18 @@
 in a fresh TensorFlow-only process against the Keras model and `keras_bert.tasks`' Python
 code on the same texts."""
 
+import json
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from keras_bert.checkpoints.task_dir import load_task_model
+from keras_bert.cli import main
 from keras_bert.serving.exporter import export_model
 from keras_bert.serving.op_audit import audit
+from keras_bert.serving.server import ModelServer
 from keras_bert.serving.span_qa import best_spans
 from keras_bert.tasks import conll, squad
 from tests.serving.helpers import make_tiny_task_dir, run_fresh
@@ -176,3 +181,36 @@ def test_span_qa_serve_ids_decodes_the_context_only(span_qa):
         s, e = int(out["start_position"][i]), int(out["end_position"][i])
         if s >= 0:
             assert f.token_start_char[s] >= 0 and f.token_start_char[e] >= 0 and s <= e
+
+
+# ---------------------------------------------------------------------------- served
+def _query(capsys, *argv) -> list[dict]:
+    capsys.readouterr()
+    assert main(["query", *argv]) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_served_tagger_and_span_qa_answer_the_query_cli(tagger, span_qa, capsys):
+    _, tag_export = tagger
+    _, qa_export, _ = span_qa
+    local_tags = tf.saved_model.load(tag_export.path).signatures["serving_default"](
+        text=tf.constant(SENTENCES[:2]))
+    local_qa = tf.saved_model.load(qa_export.path).signatures["serving_default"](
+        question=tf.constant(QUESTIONS[:2]), context=tf.constant(CONTEXTS[1:2] * 2))
+    with ModelServer(os.path.dirname(tag_export.path), "tagger", grpc_port=0,
+                     rest_port=0) as tags, \
+            ModelServer(os.path.dirname(qa_export.path), "qa", grpc_port=0, rest_port=0) as qa:
+        for flags in ([], ["--rest"]):
+            server = tags.rest_url.split("//")[-1] if flags else tags.grpc_address
+            rows = _query(capsys, "--server", server, "--model-name", "tagger", *flags,
+                          *SENTENCES[:2])
+            for i, row in enumerate(rows):
+                n = row["num_words"]
+                assert row["tokens"][:n] == SENTENCES[i].split()
+                assert row["labels"][:n] == [x.decode() for x in local_tags["labels"].numpy()[i, :n]]
+            server = qa.rest_url.split("//")[-1] if flags else qa.grpc_address
+            rows = _query(capsys, "--server", server, "--model-name", "qa", *flags,
+                          "--context", CONTEXTS[1], *QUESTIONS[:2])
+            assert [r["answer"] for r in rows] == [
+                a.decode() for a in local_qa["answer"].numpy()]
+            assert [r["start"] for r in rows] == local_qa["start"].numpy().tolist()
