@@ -58,7 +58,7 @@ class PretrainJob:
     precision: str = "float32"
     strategy: str = "auto"
     jit_compile: bool = False
-    eval_fraction: float = 0.05  # of the corpus documents, held out
+    eval_fraction: float = 0.15  # of the corpus documents (per file), held out
     eval_steps: int = 20
     seed: int = 12345
     verbose: int = 1
@@ -97,13 +97,11 @@ def _datasets(job: PretrainJob, tokenizer, global_batch: int):
         return train, evaluation
     from keras_bert.data.corpus import default_corpus_files
 
-    documents = []
+    sources = []  # the documents of each corpus file
     for path in job.corpus or default_corpus_files():
         fmt = guess_format(path) if job.corpus_format == "auto" else job.corpus_format
-        documents.extend(read_documents(path, fmt))
-    held_out_ids = _held_out(len(documents), job.eval_fraction)
-    held_out = [d for i, d in enumerate(documents) if i in held_out_ids]
-    train_docs = [d for i, d in enumerate(documents) if i not in held_out_ids]
+        sources.append(list(read_documents(path, fmt)))
+    train_docs, held_out = split_documents(sources, job.eval_fraction)
     train = pretraining_dataset(tokenize_documents(train_docs, tokenizer), tokenizer,
                                 global_batch, options, dynamic=True, drop_remainder=True)
     evaluation = None
@@ -114,13 +112,30 @@ def _datasets(job: PretrainJob, tokenizer, global_batch: int):
     return train.repeat(), evaluation
 
 
-def _held_out(num_documents: int, fraction: float) -> set[int]:
-    """Evaluation documents: `fraction` of them (at least 2, when there are 10 or more),
-    evenly spread over the corpus, so the split is deterministic."""
-    if fraction <= 0 or num_documents < 10:
-        return set()
-    count = max(2, round(fraction * num_documents))
-    return {int(i) for i in np.linspace(0, num_documents - 1, count + 2)[1:-1].round()}
+def split_documents(sources: list[list], fraction: float) -> tuple[list, list]:
+    """(training, held-out) documents: `fraction` of all of them held out, at least 2 when
+    there are 10 or more, stratified by source.
+
+    Each source (the documents of one corpus file) gives its share of the held-out count
+    (largest remainders), spread evenly over the source, so the held-out set mixes the
+    sources as training does: its random-next NSP segments then come from other sources
+    as often as in training. Deterministic.
+    """
+    total = sum(len(docs) for docs in sources)
+    if fraction <= 0 or total < 10:
+        return [d for docs in sources for d in docs], []
+    count = min(max(2, round(fraction * total)), total - 2)
+    shares = [count * len(docs) / total for docs in sources]
+    counts = [int(share) for share in shares]
+    by_remainder = sorted(range(len(sources)), key=lambda i: counts[i] - shares[i])
+    for i in by_remainder[:count - sum(counts)]:
+        counts[i] += 1
+    train, held_out = [], []
+    for docs, n in zip(sources, counts, strict=True):
+        ids = {int((k + 0.5) * len(docs) / n) for k in range(n)}
+        for i, doc in enumerate(docs):
+            (held_out if i in ids else train).append(doc)
+    return train, held_out
 
 
 def mlm_frequency_baseline(dataset) -> float:
@@ -131,6 +146,16 @@ def mlm_frequency_baseline(dataset) -> float:
         counts.update(batch["masked_lm_ids"].numpy()[weights].tolist())
     total = sum(counts.values())
     return counts.most_common(1)[0][1] / total if total else 0.0
+
+
+def nsp_majority_baseline(dataset) -> tuple[float, int]:
+    """(accuracy of always predicting the more common NSP label of `dataset`, its number of
+    examples): the figure held-out NSP accuracy must beat, besides 0.5."""
+    labels = np.concatenate([[], *(b["next_sentence_labels"].numpy() for b in dataset)])
+    if not len(labels):
+        return 0.0, 0
+    random_next = float(np.mean(labels == 1))
+    return max(random_next, 1.0 - random_next), int(len(labels))
 
 
 def _build_pretrainer(job: PretrainJob, tokenizer) -> BertPretrainer:
@@ -181,6 +206,8 @@ def run_pretraining(job: PretrainJob) -> dict:
         metrics["eval"] = {k: float(v) for k, v in pretrainer.evaluate(
             evaluation, return_dict=True, verbose=0).items()}
         metrics["eval"]["mlm_frequency_baseline"] = mlm_frequency_baseline(evaluation)
+        majority, examples = nsp_majority_baseline(evaluation)
+        metrics["eval"].update(nsp_majority_baseline=majority, examples=examples)
     save_model_dir(pretrainer.encoder, os.path.join(job.out, "model"),
                    _vocab_file(job, tokenizer), tokenizer.lower_case,
                    metadata={"pretrained_steps": metrics["steps"], "preset": job.preset})
@@ -225,4 +252,5 @@ class _HistoryFile(keras.callbacks.Callback):
         os.replace(self.path + ".tmp", self.path)
 
 
-__all__ = ["PretrainJob", "mlm_frequency_baseline", "run_pretraining"]
+__all__ = ["PretrainJob", "mlm_frequency_baseline", "nsp_majority_baseline", "run_pretraining",
+           "split_documents"]
