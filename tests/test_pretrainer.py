@@ -107,6 +107,36 @@ def test_padding_predictions_do_not_count(tiny_config):
     assert a["mlm_accuracy"] == pytest.approx(b["mlm_accuracy"], rel=1e-6)
 
 
+def test_nsp_loss_reaches_pooler_and_encoder_but_not_the_mlm_head(tiny_config_no_dropout):
+    """The next sentence loss trains the NSP head, the pooler and the encoder under [CLS]
+    (every layer), and leaves the MLM-only variables alone."""
+    from keras_bert.models.pretrainer import next_sentence_loss
+
+    model = BertPretrainer.from_bert_config(tiny_config_no_dropout)
+    batch = _batch(tiny_config_no_dropout)
+    with tf.GradientTape() as tape:
+        loss = next_sentence_loss(batch["next_sentence_labels"], model(batch)["nsp_logits"])
+    variables = model.trainable_variables
+    norms = {v.path: 0.0 if g is None else float(tf.norm(g))
+             for v, g in zip(variables, tape.gradient(loss, variables), strict=True)}
+    reached = [path for path, norm in norms.items() if norm > 1e-9]
+    for part in ("nsp_head/", "pooler/", "word_embeddings/", "type_embeddings/"):
+        assert any(part in path for path in reached), (part, reached)
+    for layer in range(tiny_config_no_dropout.num_layers):
+        assert any(f"transformer_layer_{layer}/" in path for path in reached), layer
+    mlm_only = [path for path in norms if path.startswith("mlm_head/")]  # not the tied table
+    assert mlm_only and all(norms[path] == 0.0 for path in mlm_only)
+
+
+def test_fit_memorises_next_sentence_labels(tiny_config_no_dropout):
+    """End to end through `fit`: the NSP head separates a fixed batch's two labels."""
+    model = BertPretrainer.from_bert_config(tiny_config_no_dropout)
+    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    history = model.fit(_dataset(tiny_config_no_dropout, steps=40), verbose=0)
+    logs = model.evaluate(_dataset(tiny_config_no_dropout), verbose=0, return_dict=True)
+    assert logs["nsp_accuracy"] == 1.0 and logs["nsp_loss"] < 0.3, (logs, history.history)
+
+
 def test_fit_on_the_tfrecord_pipeline_decreases_the_loss(tiny_config_no_dropout, tmp_path):
     """Graph-mode `fit` on the batches `keras_bert.data.tfrecord` reads, as they are."""
     config = tiny_config_no_dropout
