@@ -2,9 +2,10 @@
 
 The version directory holds `saved_model.pb`, `variables/` (each variable once),
 `assets/` (`vocab.txt`, and `labels.txt` for classifiers and taggers, for people and
-clients: the graph itself holds both as constants) and `assets.extra/tf_serving_warmup_requests`. Before the
-version appears, every op of the graph is checked against the target model server
-(`keras_bert.serving.op_audit`); an incompatible graph is refused, naming the op.
+clients: the graph itself holds both as constants) and
+`assets.extra/tf_serving_warmup_requests`. Before the version appears, every op of the
+graph is checked against the target model server (`keras_bert.serving.op_audit`); an
+incompatible graph is refused, naming the op.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 `tf.saved_model.load`, validated requests, warmup, and TF Serving's "latest" version policy.
 
 Serving needs only TensorFlow and TF Text (imported here: it registers the tokenizer's ops):
-this module uses no Keras or model code, and importing it does not import Keras. Transport code (`server.py`, `rest.py`) turns requests into
-`name -> np.ndarray` inputs and calls `ServedVersion.run`; every problem a client can cause is
-a `ServingError` carrying the gRPC status code the transports report.
+this module uses no Keras or model code (TensorFlow itself imports Keras when it is
+installed; keras_bert adds nothing to that). Transport code (`server.py`, `rest.py`) turns
+requests into `name -> np.ndarray` inputs and calls `ServedVersion.run`; every problem a
+client can cause is a `ServingError` carrying the gRPC status code the transports report.
 """
 
 from __future__ import annotations

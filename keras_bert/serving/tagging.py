@@ -93,27 +93,31 @@ class TaggerServingModule(ServingModule):
         """`serving_default`: word-level labels (see the module docstring)."""
         words = self.words(text)
         logits = tf.cast(self.model(words["inputs"], training=False), tf.float32)
-        kept = words["kept"]
-        first_piece = tf.gather_nd(logits, tf.stack(
-            [words["row"], tf.where(kept, words["position"], 0)], axis=1))
-        label_ids = tf.where(kept, tf.argmax(first_piece, axis=-1, output_type=tf.int32),
-                             PAD_ID)
-        scores = tf.where(kept, tf.reduce_max(tf.nn.softmax(first_piece), axis=-1), PAD_SCORE)
-        labels = tf.where(kept, tf.gather(tf.constant(self.label_names, tf.string),
-                                          tf.maximum(label_ids, 0)), PAD_LABEL)
+        with tf.device("/CPU:0"):  # labels and offsets are strings / host data
+            kept = words["kept"]
+            first_piece = tf.gather_nd(logits, tf.stack(
+                [words["row"], tf.where(kept, words["position"], 0)], axis=1))
+            label_ids = tf.where(kept, tf.argmax(first_piece, axis=-1, output_type=tf.int32),
+                                 PAD_ID)
+            scores = tf.where(kept, tf.reduce_max(tf.nn.softmax(first_piece), axis=-1),
+                              PAD_SCORE)
+            labels = tf.where(kept, tf.gather(tf.constant(self.label_names, tf.string),
+                                              tf.maximum(label_ids, 0)), PAD_LABEL)
 
-        def padded(values, pad):
-            return tf.RaggedTensor.from_row_splits(values, words["row_splits"],
-                                                   validate=False).to_tensor(pad)
+            offset_pad = tf.constant(PAD_OFFSET, tf.int64)
 
-        return {"tokens": padded(words["tokens"], PAD_LABEL),
-                "labels": padded(labels, PAD_LABEL),
-                "label_ids": padded(label_ids, PAD_ID),
-                "scores": padded(scores, PAD_SCORE),
-                "start_offsets": padded(words["starts"], tf.constant(PAD_OFFSET, tf.int64)),
-                "end_offsets": padded(words["ends"], tf.constant(PAD_OFFSET, tf.int64)),
-                "num_words": tf.cast(words["row_splits"][1:] - words["row_splits"][:-1],
-                                     tf.int32)}
+            def padded(values, pad):
+                return tf.RaggedTensor.from_row_splits(values, words["row_splits"],
+                                                       validate=False).to_tensor(pad)
+
+            return {"tokens": padded(words["tokens"], PAD_LABEL),
+                    "labels": padded(labels, PAD_LABEL),
+                    "label_ids": padded(label_ids, PAD_ID),
+                    "scores": padded(scores, PAD_SCORE),
+                    "start_offsets": padded(words["starts"], offset_pad),
+                    "end_offsets": padded(words["ends"], offset_pad),
+                    "num_words": tf.cast(words["row_splits"][1:] - words["row_splits"][:-1],
+                                         tf.int32)}
 
     def text_function(self):
         """`serving_default`: `text` -> word-level labels."""

@@ -207,7 +207,8 @@ def test_served_tagger_and_span_qa_answer_the_query_cli(tagger, span_qa, capsys)
             for i, row in enumerate(rows):
                 n = row["num_words"]
                 assert row["tokens"][:n] == SENTENCES[i].split()
-                assert row["labels"][:n] == [x.decode() for x in local_tags["labels"].numpy()[i, :n]]
+                local = local_tags["labels"].numpy()[i, :n]
+                assert row["labels"][:n] == [x.decode() for x in local]
             server = qa.rest_url.split("//")[-1] if flags else qa.grpc_address
             rows = _query(capsys, "--server", server, "--model-name", "qa", *flags,
                           "--context", CONTEXTS[1], *QUESTIONS[:2])
