@@ -2,8 +2,10 @@
 
 Tokenization and packing/masking are TensorFlow ops (the same `BertTokenizer`, `BertPacker`
 and `BertMasker` that serving uses); the NSP pairing follows the original rules in Python
-(`keras_bert.data.nsp`) and feeds `tf.data` one whole epoch at a time. With `dynamic=True` every epoch
-gets new NSP pairs and new masks, reproducibly from `seed`.
+(`keras_bert.data.nsp`, on int lists converted once per corpus) and hands `tf.data` one whole
+epoch at a time, which packs and masks it in chunks of at least 256 pairs and cuts those into
+batches. With `dynamic=True` every epoch gets new NSP pairs and new masks, reproducibly from
+`seed`.
 
 The batches have the structure the TFRecord reader gives (`keras_bert.data.tfrecord`), so a
 model trains on either without change.
