@@ -91,6 +91,8 @@ def _chunk_size(batch_size: int) -> int:
 
 
 _MIN_CHUNK = 256
+# Plain tensor code without Python control flow on tensors: no AutoGraph conversion.
+_no_autograph = tf.autograph.experimental.do_not_convert
 _EPOCH_SIGNATURE = (tf.TensorSpec([None], tf.int32),) * 5
 
 
@@ -124,12 +126,16 @@ def examples_dataset(examples, tokenizer, batch_size: int,
 
 def _chunks(ds, chunk: int):
     """Whole epochs of flat NSP arrays -> `(ragged A, ragged B, labels)` of `chunk` pairs."""
+    @_no_autograph
     def split(flat_a, len_a, flat_b, len_b, labels):
         a = tf.RaggedTensor.from_row_lengths(flat_a, tf.cast(len_a, tf.int64), validate=False)
         b = tf.RaggedTensor.from_row_lengths(flat_b, tf.cast(len_b, tf.int64), validate=False)
-        starts = tf.range(0, tf.size(labels), chunk)
-        return tf.data.Dataset.from_tensor_slices(starts).map(
-            lambda s: (a[s:s + chunk], b[s:s + chunk], labels[s:s + chunk]))
+
+        @_no_autograph
+        def take(s):
+            return a[s:s + chunk], b[s:s + chunk], labels[s:s + chunk]
+
+        return tf.data.Dataset.from_tensor_slices(tf.range(0, tf.size(labels), chunk)).map(take)
 
     return ds.flat_map(split)
 
@@ -147,6 +153,7 @@ def _pack_and_mask(ds, tokenizer, batch_size, options, dynamic, drop_remainder):
         continuation=continuation_flags(tokenizer.vocab) if options.whole_word else None)
     seeds = tf.data.Dataset.random(seed=options.seed, rerandomize_each_iteration=dynamic)
 
+    @_no_autograph
     def pack_and_mask(pair, seed_pair):
         segment_a, segment_b, labels = pair
         features = masker(packer([segment_a, segment_b]), seed_pair)
