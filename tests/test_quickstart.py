@@ -16,10 +16,12 @@ SCRIPT = os.path.join(REPO, "examples", "quickstart.py")
 
 
 def _load_quickstart():
-    spec = importlib.util.spec_from_file_location("quickstart_example", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    if "quickstart_example" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("quickstart_example", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # (dataclasses look their module up there)
+        spec.loader.exec_module(module)
+    return sys.modules["quickstart_example"]
 
 
 def test_quick_mode_end_to_end(tmp_path):
