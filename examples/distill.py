@@ -11,6 +11,9 @@ forward speed is measured on the same batch (sequences/s, same batch size and le
     python examples/distill.py [--student-preset mini] [--epochs 5]
     python examples/distill.py --quick   # 1 epoch, after classify_rotten_tomatoes.py --quick
 
+Figures (2 shared CPU cores, teacher from the default classify run): the BERT-Tiny student
+reaches 75.1% held-out accuracy (teacher 80.9%) at 17x the teacher's forward speed.
+
 Prints the comparison and writes OUT/metrics.json and OUT/model (the student).
 """
 

