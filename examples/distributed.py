@@ -16,9 +16,11 @@ sentences, deduplicated, split by chapter/speech, as many of each label. Model: 
     python examples/distributed.py                 # auto-detected strategy, 2 epochs
     python examples/distributed.py --quick         # MirroredStrategy on 2 logical CPUs (tests)
 
-Figures (2 shared CPU cores): the full run (default strategy, 2,400 sentences, 2 epochs)
-reaches about 0.9 held-out accuracy in about 2 minutes; `--quick` (2 replicas, 256
-training sentences, 1 epoch) takes about 30 s and shows the path only.
+Figures (2 shared CPU cores, busy with other jobs): the full run (default strategy, 2,400
+training sentences, 2 epochs, 300 steps, about 3 minutes) reaches 0.711 held-out accuracy
+on 1,530 sentences (chance 0.5) from random initialisation (`--model DIR` starts from a
+pretrained one). `--quick` (2 replicas, 256 training sentences, 1 epoch) shows the
+path only.
 """
 
 from __future__ import annotations
