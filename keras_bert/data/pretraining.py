@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import threading
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -70,18 +71,64 @@ def _epoch_arrays(examples):
 
 def _nsp_epochs(token_documents, options: PretrainingOptions, dynamic: bool):
     """A generator factory: each call yields one epoch of NSP pairs as `_epoch_arrays`
-    (new pairs each call if dynamic). The documents are converted to int lists once."""
+    (new pairs each call if dynamic; the same, made once, if not).
+
+    The documents are converted to int lists once. When dynamic, the pairs of the next epoch
+    are made in a background thread while `tf.data` packs and masks the current one (the
+    epoch's number alone fixes its pairs, so the results do not depend on the thread).
+    """
     documents = as_int_documents(token_documents)
     epochs = itertools.count()
+    ahead: dict[int, _Background] = {}
 
-    def generate():
-        epoch = next(epochs) if dynamic else 0
+    def make(epoch):
         examples = create_nsp_examples(documents, options.seq_length,
                                        options.short_seq_prob, options.dupe_factor,
                                        seed=options.seed + 1000003 * epoch)
-        yield _epoch_arrays(examples)
+        return _epoch_arrays(examples)
+
+    def generate():
+        epoch = next(epochs) if dynamic else 0
+        job = ahead.pop(epoch, None)
+        arrays = job.result() if job is not None else make(epoch)
+        ahead[epoch + 1 if dynamic else 0] = (
+            _Background(make, epoch + 1) if dynamic else _Done(arrays))
+        yield arrays
 
     return generate
+
+
+class _Done:
+    """A result that is already there (the static epoch)."""
+
+    def __init__(self, value):
+        self._value = value
+
+    def result(self):
+        return self._value
+
+
+class _Background:
+    """`fn(*args)` computed in a daemon thread (it never holds up interpreter exit)."""
+
+    def __init__(self, fn, *args):
+        self._outcome = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True,
+                                        name="nsp-next-epoch")
+        self._thread.start()
+
+    def _run(self, fn, args):
+        try:
+            self._outcome = (fn(*args), None)
+        except BaseException as error:  # re-raised in the consumer by `result`
+            self._outcome = (None, error)
+
+    def result(self):
+        self._thread.join()
+        value, error = self._outcome
+        if error is not None:
+            raise error
+        return value
 
 
 def _chunk_size(batch_size: int) -> int:

@@ -5,7 +5,9 @@ import os
 import numpy as np
 import pytest
 
+from keras_bert.data import pretraining
 from keras_bert.data.corpus import default_corpus_files, guess_format, read_documents
+from keras_bert.data.nsp import create_nsp_examples
 from keras_bert.data.pretraining import PretrainingOptions, pretraining_dataset, tokenize_documents
 from keras_bert.text import BertTokenizer
 from tests.reference import minilm_dir
@@ -97,3 +99,19 @@ def test_whole_word_masking_in_the_pipeline(tokenizer, documents):
                 assert position - 1 in chosen or words[row, position - 1] in special
                 pieces += 1
     assert pieces > 5
+
+
+def test_epochs_made_ahead_in_the_background_are_the_seeded_epochs(documents):
+    """Epoch e is made (inline or in the background thread) from seed + 1000003 * e."""
+    options = PretrainingOptions(seq_length=SEQ, seed=9)
+    generate = pretraining._nsp_epochs(documents, options, dynamic=True)
+    for epoch in range(3):
+        (got,) = list(generate())
+        expected = pretraining._epoch_arrays(create_nsp_examples(
+            documents, SEQ, options.short_seq_prob, options.dupe_factor,
+            seed=9 + 1000003 * epoch))
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+    static = pretraining._nsp_epochs(documents, options, dynamic=False)
+    first, second = next(static()), next(static())
+    assert all(np.array_equal(a, b) for a, b in zip(first, second, strict=True))
