@@ -17,9 +17,11 @@ weights (mean pooling; the printout shows the cosine similarities of the answers
     python examples/export_and_serve.py [--model DIR]
     python examples/export_and_serve.py --quick
 
-Figures (2 shared CPU cores): about 60 s for MiniLM, 35 s for `--quick`; gRPC and REST
-answers agree to float32 precision, and with MiniLM the two whale sentences are the most
-similar pair.
+Figures (2 shared CPU cores, busy with other jobs): with MiniLM, 2 min 15 s wall (export and
+op audit, server start with warmup, 2 requests); gRPC and REST answers agree to float32
+precision; cosine 0.572 for the two whale sentences against 0.033 and 0.044 for the
+unrelated pairs. `--quick` shows the same path with a random model (similarities
+meaningless).
 """
 
 from __future__ import annotations
