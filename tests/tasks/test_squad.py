@@ -170,6 +170,8 @@ def test_decode_across_windows(tokenizer):
     # spans longer than max_answer_length are dropped: the 5-token span needs >= 5
     short = decode_predictions([ex], features, start, end, max_answer_length=4)["q17"]
     assert short["text"] != "whale number 17 is white"
+    # (a word of LONG is one or more wordpieces: at most 4 tokens means at most 4 words)
+    assert short["nbest"] and all(len(c["text"].split()) <= 4 for c in short["nbest"])
 
 
 def test_decode_non_ascii_exact_substring(tokenizer):
