@@ -18,7 +18,7 @@ Metric: entity-level precision / recall / F1 (exact type and span, as seqeval).
     python examples/ner.py --quick    # 160 sentences, 1 epoch, seq 48 (tests)
 
 Figures (2 shared CPU cores, busy with other jobs): the full run reaches entity precision
-0.839, recall 0.831, F1 0.835 on the 376 held-out sentences (about 13 minutes on the busy
+0.839, recall 0.831, F1 0.835 on the 376 held-out sentences (about 11 minutes on the busy
 machine); `--quick` takes about 40 s and shows the path only (10 steps: F1 near 0).
 """
 
