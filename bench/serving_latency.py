@@ -22,7 +22,7 @@ rounds are reported with the median of the per-round ratios text / ids (a round'
 ids requests ran under the same load). With few requests per round p99 is close to
 the round's maximum. The machine is shared: figures are noisy, ratios are what to read.
 
-    .venv/bin/python bench/serving_latency.py            # MiniLM-L6 size: ~10 minutes
+    .venv/bin/python bench/serving_latency.py            # MiniLM-L6 size: ~15 min (2 cores)
     .venv/bin/python bench/serving_latency.py --quick    # 2-layer, 128-wide model, < 2 minutes
 """
 
