@@ -94,6 +94,21 @@ def test_losses_and_metrics_match_numpy(tiny_config):
         model.compile(optimizer="adam", loss="mse")
 
 
+def test_nsp_loss_weight_scales_only_the_nsp_term(tiny_config):
+    model = BertPretrainer.from_bert_config(tiny_config)
+    weighted = BertPretrainer.from_bert_config(tiny_config, nsp_loss_weight=4.0)
+    weighted.set_weights(model.get_weights())
+    for m in (model, weighted):
+        m.compile(optimizer="adam")
+    plain = model.evaluate(_dataset(tiny_config), verbose=0, return_dict=True)
+    logs = weighted.evaluate(_dataset(tiny_config), verbose=0, return_dict=True)
+    assert logs["nsp_loss"] == pytest.approx(plain["nsp_loss"], rel=1e-6)  # logged unweighted
+    assert logs["loss"] == pytest.approx(plain["mlm_loss"] + 4.0 * plain["nsp_loss"], rel=1e-5)
+    assert BertPretrainer.from_config(weighted.get_config()).nsp_loss_weight == 4.0
+    with pytest.raises(ValueError, match="nsp_loss_weight"):
+        BertPretrainer(model.encoder, nsp_loss_weight=-1.0)
+
+
 def test_padding_predictions_do_not_count(tiny_config):
     """Whatever a weight-0 prediction says, the MLM loss and accuracy do not change."""
     model = BertPretrainer.from_bert_config(tiny_config)

@@ -36,6 +36,9 @@ def register(subparsers) -> None:
                    help="peak learning rate (default 3e-3, for the tiny preset; BERT-base "
                         "used 1e-4)")
     p.add_argument("--warmup-steps", type=int, help="default: 10%% of --steps")
+    p.add_argument("--nsp-loss-weight", type=float, default=1.0,
+                   help="loss = MLM + this * NSP (the original: 1; a tiny model in a few "
+                        "hundred steps learns NSP with a larger weight)")
     p.add_argument("--precision", default="float32",
                    choices=("float32", "mixed_float16", "mixed_bfloat16"))
     p.add_argument("--strategy", default="auto",
@@ -55,7 +58,8 @@ def run(args) -> int:
         steps=args.steps, steps_per_epoch=args.steps_per_epoch, batch_size=args.batch_size,
         seq_length=args.seq_length, max_predictions=args.max_predictions,
         whole_word=args.whole_word, learning_rate=args.learning_rate,
-        warmup_steps=args.warmup_steps, precision=args.precision, strategy=args.strategy,
+        warmup_steps=args.warmup_steps, nsp_loss_weight=args.nsp_loss_weight,
+        precision=args.precision, strategy=args.strategy,
         jit_compile=args.jit_compile, seed=args.seed)
     metrics = run_pretraining(job)
     print(json.dumps(metrics, indent=2))

@@ -62,7 +62,7 @@ class BertPretrainer(keras.Model):
     Training: `compile(optimizer=...)` (no `loss`: the model has its own) then `fit` on a
     dataset of feature dicts that also hold `masked_lm_ids`, `masked_lm_weights` and
     `next_sentence_labels` (the labels may also come as `y`, a dict with those keys). The
-    loss is `mlm_loss + nsp_loss` (see `masked_lm_loss`, `next_sentence_loss`); the logs also
+    loss is `mlm_loss + nsp_loss_weight * nsp_loss` (the original: weight 1; see `masked_lm_loss`, `next_sentence_loss`); the logs also
     show `mlm_loss`, `nsp_loss`, `mlm_accuracy` (weighted by `masked_lm_weights`) and
     `nsp_accuracy`. Over several batches `mlm_loss` and `mlm_accuracy` are averaged per real
     prediction, `nsp_loss` and `nsp_accuracy` per example.
@@ -72,7 +72,7 @@ class BertPretrainer(keras.Model):
     trained encoder (save it with `keras_bert.checkpoints.save_model_dir`).
     """
 
-    def __init__(self, encoder: BertEncoder, **kwargs):
+    def __init__(self, encoder: BertEncoder, nsp_loss_weight: float = 1.0, **kwargs):
         if not isinstance(encoder, BertEncoder):
             raise TypeError(f"BertPretrainer needs a BertEncoder, got {type(encoder).__name__}; "
                             "use BertPretrainer.from_preset / from_bert_config to build one")
@@ -84,6 +84,9 @@ class BertPretrainer(keras.Model):
         super().__init__(**kwargs)
         config = encoder.config
         self.encoder = encoder
+        if nsp_loss_weight < 0:
+            raise ValueError(f"nsp_loss_weight must be >= 0, got {nsp_loss_weight}")
+        self.nsp_loss_weight = float(nsp_loss_weight)
         self.mlm_head = BertMaskedLMHead(
             config.vocab_size, config.hidden_size, embedding=encoder.token_embedding,
             hidden_act=config.hidden_act, layer_norm_epsilon=config.layer_norm_epsilon,
@@ -152,7 +155,7 @@ class BertPretrainer(keras.Model):
         return labels
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """`mlm_loss + nsp_loss` (+ any regularization losses), float32.
+        """`mlm_loss + nsp_loss_weight * nsp_loss` (+ any regularization losses), float32.
 
         Under a `tf.distribute` strategy each replica computes its own batch's loss (the
         original BERT does the same per TPU core) divided by the number of replicas, since
@@ -161,7 +164,8 @@ class BertPretrainer(keras.Model):
         labels = self._labels(x, y, sample_weight)
         total = masked_lm_loss(labels["masked_lm_ids"], labels["masked_lm_weights"],
                                y_pred["mlm_logits"])
-        total = total + next_sentence_loss(labels["next_sentence_labels"], y_pred["nsp_logits"])
+        total = total + self.nsp_loss_weight * next_sentence_loss(
+            labels["next_sentence_labels"], y_pred["nsp_logits"])
         if self.losses:
             total = total + ops.cast(ops.sum(self.losses), "float32")
         return _per_replica(total)
@@ -187,7 +191,8 @@ class BertPretrainer(keras.Model):
         # `BertEncoder.get_config` records the functional model's own policy, which is not
         # the one its layers were built with: record that one.
         encoder["config"]["dtype"] = keras.dtype_policies.serialize(self.dtype_policy)
-        return {"encoder": encoder, "name": self.name, "trainable": self.trainable}
+        return {"encoder": encoder, "nsp_loss_weight": self.nsp_loss_weight, "name": self.name,
+                "trainable": self.trainable}
 
     @classmethod
     def from_config(cls, config):

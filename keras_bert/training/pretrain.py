@@ -55,6 +55,7 @@ class PretrainJob:
     learning_rate: float = 3e-3  # BERT-Tiny's NSP stays at the label prior for 800 steps at 1e-3
     warmup_steps: int | None = None
     weight_decay: float = 0.01
+    nsp_loss_weight: float = 1.0  # the original BERT sums the two losses
     precision: str = "float32"
     strategy: str = "auto"
     jit_compile: bool = False
@@ -169,7 +170,7 @@ def _build_pretrainer(job: PretrainJob, tokenizer) -> BertPretrainer:
     if encoder.config.vocab_size != tokenizer.vocab_size:
         raise ValueError(f"The model's vocab_size ({encoder.config.vocab_size}) differs from "
                          f"the vocabulary's ({tokenizer.vocab_size})")
-    return BertPretrainer(encoder)
+    return BertPretrainer(encoder, nsp_loss_weight=job.nsp_loss_weight)
 
 
 def run_pretraining(job: PretrainJob) -> dict:
