@@ -126,7 +126,7 @@ def test_finetune_classify_then_predict(model_dir, tmp_path, rng, capsys):
     assert loaded.task["seq_length"] == 24
 
     # predict from the eval CSV: one line per row, the same accuracy as metrics.json (raw
-    # stdin lines are covered by the regress and tag tests)
+    # stdin lines are covered by the tag test)
     code, stdout, err = _run(["predict", str(out / "model"), "--input", evaluation], capsys)
     assert code == 0, err
     predictions = _json_lines(stdout)
@@ -167,7 +167,7 @@ def test_finetune_bad_inputs_exit_2_naming_the_row(model_dir, tmp_path, rng, cap
 # ----- regress -----------------------------------------------------------------------------------
 
 
-def test_finetune_regress_writes_correlations(model_dir, tmp_path, rng, capsys, monkeypatch):
+def test_finetune_regress_writes_correlations(model_dir, tmp_path, rng, capsys):
     rows = [(" ".join(w), f"{w.count('whale') / len(w):.3f}") for w, _ in _sentences(rng, 48)]
     train = _write_csv(tmp_path / "train.tsv", ["text", "score"], [])
     with open(train, "w", encoding="utf-8") as f:  # TSV this time
@@ -191,12 +191,6 @@ def test_finetune_regress_writes_correlations(model_dir, tmp_path, rng, capsys, 
     if len(set(gold)) == len(gold):  # no ties: Spearman is Pearson of the ranks
         assert result["eval"]["spearman"] == pytest.approx(
             np.corrcoef(rank(scores), rank(gold))[0, 1], abs=1e-4)
-    monkeypatch.setattr("sys.stdin", io.StringIO("a whale\nthe sea\n"))
-    code, stdout, err = _run(["predict", str(tmp_path / "run" / "model"), "--input", "-"],
-                             capsys)
-    assert code == 0, err
-    predictions = _json_lines(stdout)
-    assert len(predictions) == 2 and all(isinstance(p["score"], float) for p in predictions)
 
 
 # ----- tag ---------------------------------------------------------------------------------------
