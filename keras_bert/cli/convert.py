@@ -1,17 +1,30 @@
-"""`keras-bert convert SRC DEST`: Google TF1 or Hugging Face checkpoint -> keras_bert model dir."""
+"""`keras-bert convert SRC DEST [--to FORMAT]`: any supported BERT checkpoint directory into a
+keras_bert model directory (default), Google's TF1 release layout or a Hugging Face one."""
 
 from __future__ import annotations
+
+import os
+
+FORMATS = ("keras_bert", "google", "huggingface")
+# The file that marks DEST as already holding the format (it may then be overwritten).
+MARKERS = {"google": "bert_config.json", "huggingface": "config.json"}
 
 
 def register(subparsers) -> None:
     """Adds the `convert` subcommand."""
     p = subparsers.add_parser(
-        "convert", help="convert a Google or Hugging Face BERT checkpoint",
+        "convert", help="convert a BERT checkpoint between keras_bert, Google and Hugging Face",
         description="Reads a Google BERT directory (bert_config.json, vocab.txt, "
-                    "bert_model.ckpt.*) or a Hugging Face one (config.json, vocab.txt, "
-                    "model.safetensors) and writes a keras_bert model directory.")
+                    "bert_model.ckpt.*), a Hugging Face one (config.json, vocab.txt, "
+                    "model.safetensors) or a keras_bert model directory, and writes DEST in "
+                    "the format given by --to.")
     p.add_argument("src", help="checkpoint directory")
-    p.add_argument("dest", help="model directory to write")
+    p.add_argument("dest", help="directory to write")
+    p.add_argument("--to", choices=FORMATS, default="keras_bert",
+                   help="format of DEST: a keras_bert model directory (default), Google's TF1 "
+                        "layout (bert_config.json, bert_model.ckpt.*, vocab.txt) or Hugging "
+                        "Face's (config.json, model.safetensors, vocab.txt, "
+                        "tokenizer_config.json)")
     case = p.add_mutually_exclusive_group()
     case.add_argument("--lower-case", dest="lower_case", action="store_true", default=None,
                       help="the tokenizer lower-cases (uncased model)")
@@ -20,8 +33,42 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
+def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = None) -> str:
+    """Writes the encoder of checkpoint directory `src` to `dest` in Google's (`to="google"`)
+    or Hugging Face's (`to="huggingface"`) layout, with its vocab; returns `dest`.
+
+    `dest` must be empty, missing, or already a directory of that format.
+    """
+    from keras_bert.checkpoints import google, huggingface, load_model_dir
+    from keras_bert.checkpoints.convert import detect_format, infer_lower_case
+
+    fmt = detect_format(src)
+    if os.path.isdir(dest) and os.listdir(dest) and MARKERS[to] not in os.listdir(dest):
+        raise FileExistsError(f"{dest} exists and holds no {MARKERS[to]}; refusing to write a "
+                              f"{to} checkpoint into it")
+    if fmt == "keras_bert":
+        source = load_model_dir(src)
+        encoder, vocab_file = source.load_encoder(), source.vocab_file
+        lower_case = source.lower_case if lower_case is None else lower_case
+    else:
+        vocab_file = os.path.join(src, "vocab.txt")
+        if not os.path.exists(vocab_file):
+            raise FileNotFoundError(f"No vocab.txt in {src}")
+        load = google.load_google_dir if fmt == "google" else huggingface.load_hf_dir
+        encoder = load(src)
+        if lower_case is None:
+            lower_case = infer_lower_case(src, vocab_file)
+    if to == "google":
+        return google.save_google_dir(encoder, dest, vocab_file)
+    return huggingface.save_hf_dir(encoder, dest, vocab_file, lower_case)
+
+
 def run(args) -> int:
     """Converts and prints a one-line summary."""
+    if args.to != "keras_bert":
+        path = write_checkpoint(args.src, args.dest, args.to, lower_case=args.lower_case)
+        print(f"wrote {os.path.abspath(path)}: {args.to} checkpoint with vocab.txt")
+        return 0
     from keras_bert.checkpoints import convert
 
     model_dir = convert(args.src, args.dest, lower_case=args.lower_case)
