@@ -1,0 +1,262 @@
+"""Every command in README.md's ```bash blocks works as printed.
+
+The commands run in README order, each in its own `bash -c`, in a temporary directory that
+holds links to the repository's `.venv/` and `examples/` (what a user who pasted them after
+the quick start's install has), offline. Each must exit 0, and the files and answers it
+promises are checked. Nothing in a command is changed; a few long ones get arguments
+APPENDED from `OVERRIDES` (argparse: the last value wins), and `keras-bert serve ... &` is
+started in the background, polled until it answers, and stopped at the end.
+
+Commands that run a whole example, the quick start, the test suite or the notebook are not
+re-run here: the test asserts that the test which runs each of them exists (`COVERED`).
+A README command that is neither executed nor covered fails the test.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(REPO, "README.md")
+BIN = ".venv/bin/keras-bert"
+
+# Appended to a command that starts with the key, to keep the test to minutes on 2 CPU cores
+# (the README's sizes train for many minutes); only sizes, never the data or the outputs.
+OVERRIDES = {
+    "create-pretraining-data": ["--dupe-factor", "1"],  # 10 passes over the corpus -> 1
+    "pretrain": ["--steps", "4", "--steps-per-epoch", "2", "--batch-size", "8",
+                 "--seq-length", "32"],
+    "finetune --task classify": ["--epochs", "1", "--seq-length", "32", "--quiet"],
+    "finetune --task tag": ["--epochs", "1", "--seq-length", "32", "--quiet"],
+    "finetune --task squad": ["--epochs", "1", "--seq-length", "64", "--quiet"],
+    "distill": ["--epochs", "1", "--quiet"],
+}
+
+
+def _covered_by(test_file: str, *needles: str):
+    """A check that `test_file` exists and mentions every needle."""
+    def check():
+        path = os.path.join(REPO, test_file)
+        assert os.path.exists(path), f"{test_file}, which covers this README line, is missing"
+        text = open(path, encoding="utf-8").read()
+        for needle in needles:
+            assert needle in text, f"{test_file} does not run {needle!r}"
+    return check
+
+
+def _example_covered(command: str):
+    """`examples/NAME.py` lines: tests/examples/test_examples.py runs NAME.py with --quick."""
+    name = re.search(r"examples/(\w+\.py)", command).group(1)
+    return _covered_by("tests/examples/test_examples.py", f'run_example("{name}"')
+
+
+# README lines that other tests run (pattern -> check that the covering test exists).
+COVERED = [
+    (r"^bash scripts/quickstart\.sh$", lambda c: _covered_by(
+        "tests/test_quickstart.py", "examples\", \"quickstart.py\"")),
+    (r"^bash scripts/test\.sh$", lambda c: _covered_by(".ci/run", "bash scripts/test.sh")),
+    (r"jupyter execute examples/kaggle_bert\.ipynb", lambda c: _covered_by(
+        "tests/examples/test_notebook.py", "\"kaggle_bert.ipynb\"", "nbclient")),
+    (r"^\.venv/bin/python examples/\w+\.py$", _example_covered),
+]
+
+
+def bash_commands(markdown: str) -> list[str]:
+    """The commands of every ```bash block (indented ones too), continuation lines joined,
+    comment lines dropped, trailing comments kept (bash ignores them)."""
+    commands, block, indent, pending = [], False, 0, ""
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if not block and stripped.startswith("```bash"):
+            block, indent = True, len(line) - len(line.lstrip())
+            continue
+        if block and stripped == "```":
+            block = False
+            continue
+        if not block:
+            continue
+        text = line[indent:].rstrip()
+        if not pending and (not text or text.startswith("#")):
+            continue
+        if text.endswith("\\"):
+            pending += text[:-1].rstrip() + " "
+            continue
+        commands.append(pending + text.strip())
+        pending = ""
+    assert not block and not pending, "README.md: unterminated ```bash block or continuation"
+    return commands
+
+
+def strip_comment(command: str) -> str:
+    """`command` without a trailing `# ...` comment (a `#` outside quotes after a space)."""
+    quote = None
+    for i, ch in enumerate(command):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and i and command[i - 1].isspace():
+            return command[:i].rstrip()
+    return command
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _subcommand(command: str) -> str | None:
+    return command[len(BIN):].strip() if command.startswith(BIN + " ") else None
+
+
+def _overrides(command: str, ports: dict[str, str]) -> list[str]:
+    sub = _subcommand(command)
+    if sub is None:
+        return []
+    extra = [arg for key, args in OVERRIDES.items() if sub.startswith(key + " ")
+             for arg in args]
+    words = shlex.split(sub)
+    if words[0] == "serve":  # free ports: the README's may be taken on a shared machine
+        grpc = words[words.index("--grpc-port") + 1]
+        rest = words[words.index("--rest-port") + 1]
+        ports.setdefault(grpc, str(_free_port()))
+        ports.setdefault(rest, str(_free_port()))
+        extra += ["--grpc-port", ports[grpc], "--rest-port", ports[rest]]
+    if words[0] == "query":
+        host, port = words[words.index("--server") + 1].rsplit(":", 1)
+        extra += ["--server", f"{host}:{ports[port]}"]
+    return extra
+
+
+def _wait_rest(port: str, model: str, server: subprocess.Popen, timeout: float = 120.0):
+    url = f"http://127.0.0.1:{port}/v1/models/{model}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert server.poll() is None, f"keras-bert serve exited with {server.returncode}"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                states = [v["state"] for v in json.load(response)["model_version_status"]]
+            if "AVAILABLE" in states:
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"keras-bert serve did not answer on {url} in {timeout:.0f} s")
+
+
+def _jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _check_outputs(work):
+    """The files and answers the README's commands promise, in the user's directory."""
+    p = lambda *parts: os.path.join(work, *parts)  # noqa: E731
+    for model in ("minilm", "minilm-google"):
+        assert os.path.exists(p("models", model, "keras_bert.json"))
+    assert os.path.exists(p("checkpoints", "minilm-google", "bert_model.ckpt.index"))
+    vectors = _jsonl(p("vectors.jsonl"))
+    assert len(vectors) == 2 and all(len(v) == 384 for v in vectors)
+    with open(p("vocab.txt"), encoding="utf-8") as f:
+        vocab = f.read().split("\n")
+    assert {"[CLS]", "[SEP]", "[MASK]", "whale"} <= set(vocab)
+    shards = sorted(f for f in os.listdir(p("data")) if f.startswith("train.tfrecord-"))
+    assert len(shards) == 4
+    assert "mlm_accuracy" in open(p("runs", "tiny", "metrics.json")).read()
+    with open(p("data", "dev.csv"), encoding="utf-8") as f:
+        n_dev = sum(1 for _ in f) - 1
+    predictions = _jsonl(p("predictions.jsonl"))
+    assert len(predictions) == n_dev
+    assert {row["label"] for row in predictions} <= {"moby_dick", "sotu"}
+    for run in ("cls", "student", "ner", "qa"):
+        assert os.path.isdir(p("runs", run, "model")), run
+    for base in ("bert", "ner", "qa"):
+        assert os.path.exists(p("models", base, "1", "saved_model.pb")), base
+    with open(p("attention.png"), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow  # ~25 processes that each start TensorFlow: 5-6 min on 2 shared cores
+def test_readme_commands_run_as_printed(tmp_path):
+    with open(README, encoding="utf-8") as f:
+        commands = [strip_comment(c) for c in bash_commands(f.read())]
+    assert len(commands) > 20
+    work = tmp_path / "user"
+    work.mkdir()
+    for name in (".venv", "examples"):
+        os.symlink(os.path.join(REPO, name), work / name)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "",
+           "PYTHONUNBUFFERED": "1"}
+    # The quick start's attention line draws the quick start's classifier; here the README's
+    # own classifier (runs/cls, fine-tuned below) stands in, so that line runs last.
+    quick = "artifacts/quickstart/finetune/model"
+    ordered = [c for c in commands if quick not in c] + [c for c in commands if quick in c]
+    (work / "artifacts" / "quickstart" / "finetune").mkdir(parents=True)
+    os.symlink(work / "runs" / "cls" / "model", work / quick)
+
+    assignments, ports, servers, queries, covered = [], {}, [], [], []
+    try:
+        for command in ordered:
+            rule = next((make for pattern, make in COVERED if re.search(pattern, command)),
+                        None)
+            if rule is not None:
+                rule(command)()
+                covered.append(command)
+                continue
+            if re.match(r"^[A-Z_][A-Z0-9_]*=", command):
+                assignments.append(command)
+                continue
+            background = command.endswith("&")
+            line = command.rstrip("&").rstrip()
+            extra = _overrides(line, ports)
+            if extra:
+                line += " " + shlex.join(extra)
+            script = "; ".join([*assignments, "set -eo pipefail",
+                                "exec " + line if background else line])
+            started = time.monotonic()
+            if background:
+                server = subprocess.Popen(["bash", "-c", script], cwd=work, env=env,
+                                          stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL, start_new_session=True)
+                servers.append(server)
+                words = shlex.split(_subcommand(line))
+                _wait_rest(ports[words[words.index("--rest-port") + 1]],
+                           words[words.index("--model-name") + 1], server)
+                print(f"{time.monotonic() - started:6.1f} s  {command[:90]}")
+                continue
+            done = subprocess.run(["bash", "-c", script], cwd=work, env=env, text=True,
+                                  capture_output=True, timeout=600)
+            print(f"{time.monotonic() - started:6.1f} s  {command[:90]}")
+            assert done.returncode == 0, (
+                f"README command failed ({done.returncode}): {command}\n{done.stderr[-3000:]}")
+            if (_subcommand(line) or "").startswith("query "):
+                queries.append([json.loads(row) for row in done.stdout.splitlines()])
+            if (_subcommand(line) or "").startswith("tokenize "):
+                ids = [list(map(int, row.split())) for row in done.stdout.splitlines()]
+                assert len(ids) == 2 and ids[0][:2] == [2655, 2033]  # "call me", BERT uncased
+    finally:
+        for server in servers:
+            if server.poll() is None:
+                os.killpg(server.pid, signal.SIGTERM)
+                server.wait(timeout=30)
+
+    assert len(covered) >= 10 and len(servers) == 2
+    _check_outputs(str(work))
+    [classified], [answered] = queries
+    assert classified["label"] in ("moby_dick", "sotu")
+    answer = answered["answer"]
+    if isinstance(answer, dict):  # bytes come back base64-encoded
+        answer = base64.b64decode(answer["b64"]).decode("utf-8")
+    assert answer in "Ahab sailed from Nantucket."  # a span of the context, or "" (no answer)
