@@ -260,3 +260,43 @@ def test_readme_commands_run_as_printed(tmp_path):
     if isinstance(answer, dict):  # bytes come back base64-encoded
         answer = base64.b64decode(answer["b64"]).decode("utf-8")
     assert answer in "Ahab sailed from Nantucket."  # a span of the context, or "" (no answer)
+
+
+def test_bash_commands_parser():
+    markdown = "\n".join([
+        "text", "```bash", "# a comment", "a --x 1 \\", "    --y 2   # why", "", "b", "```",
+        "1. item", "   ```bash", "   c 'd # not a comment'", "   ```", "```python", "e", "```"])
+    commands = bash_commands(markdown)
+    assert commands == ["a --x 1 --y 2   # why", "b", "c 'd # not a comment'"]
+    assert [strip_comment(c) for c in commands] == ["a --x 1 --y 2", "b",
+                                                    "c 'd # not a comment'"]
+
+
+def test_uncovered_example_fails_the_coverage_rule():
+    _example_covered(".venv/bin/python examples/ner.py")()
+    with pytest.raises(AssertionError, match="does not run"):
+        _example_covered(".venv/bin/python examples/no_such_example.py")()
+
+
+def test_readme_keras_bert_commands_parse_with_their_overrides():
+    """Fast check (the full run is slow): every `keras-bert` line of the README, with the
+    test's overrides appended, is accepted by the real argument parser."""
+    from keras_bert.cli import build_parser
+
+    with open(README, encoding="utf-8") as f:
+        commands = [strip_comment(c) for c in bash_commands(f.read())]
+    parser, ports, parsed = build_parser(), {}, set()
+    for command in commands:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars="|&<>;")
+        lexer.whitespace_split = True
+        words = list(lexer)
+        if BIN not in words:
+            continue
+        words = words[words.index(BIN) + 1:]
+        end = next((i for i, w in enumerate(words) if w in "|&<>;"), len(words))
+        line = shlex.join([BIN, *words[:end]])
+        args = parser.parse_args(words[:end] + _overrides(line, ports))
+        parsed.add(args.command)
+    assert {"convert", "encode", "tokenize", "build-vocab", "create-pretraining-data",
+            "pretrain", "finetune", "predict", "distill", "export", "audit", "serve", "query",
+            "attention"} <= parsed
