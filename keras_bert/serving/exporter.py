@@ -83,6 +83,7 @@ def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
             module = SpanQAServingModule(
                 model, tokenizer, seq_length=seq_length, max_length=max_length,
                 max_query_length=int(task.get("max_query_length", 64)),
+                doc_stride=int(task.get("doc_stride", 128)),
                 allow_no_answer=bool(task.get("version_2", False)),
                 null_score_threshold=null_score_threshold)
             return module, kind, assets

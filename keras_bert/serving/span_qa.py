@@ -27,19 +27,22 @@ from __future__ import annotations
 import tensorflow as tf
 
 from keras_bert.serving.module import ServingModule
+from keras_bert.serving.windows import doc_windows, is_max_context
 
 NO_ANSWER = -1
 
 
 def best_spans(start_logits, end_logits, context_begin, context_end, n_best: int = 20,
                max_answer_length: int = 30, allow_no_answer: bool = False,
-               null_score_threshold: float = 0.0) -> dict:
+               null_score_threshold: float = 0.0, start_mask=None) -> dict:
     """The best answer span of each row, in graph (see the module docstring for the rules).
 
     Args:
       start_logits, end_logits: float32 `[batch, seq]`.
       context_begin, context_end: int `[batch]`: the context's token positions are
         `context_begin <= position < context_end`.
+      start_mask: optional bool `[batch, seq]`, the positions a span may start at (the
+        window's max-context tokens).
 
     Returns:
       `start_position`, `end_position` (int64 `[batch]`, -1 for no answer) and `score`
@@ -54,6 +57,8 @@ def best_spans(start_logits, end_logits, context_begin, context_end, n_best: int
     end = tf.cast(context_end, tf.int64)[:, None, None]
     valid = ((starts >= begin) & (starts < end) & (ends >= begin) & (ends < end)
              & (ends >= starts) & (ends - starts + 1 <= max_answer_length))
+    if start_mask is not None:
+        valid &= tf.gather(start_mask, top_start.indices, batch_dims=1)[:, :, None]
     scores = top_start.values[:, :, None] + top_end.values[:, None, :]
     batch = tf.shape(scores)[0]
     flat_scores = tf.reshape(tf.where(valid, scores, -float("inf")), [batch, -1])
@@ -77,11 +82,6 @@ def _keep_first(rt: tf.RaggedTensor, lengths) -> tf.RaggedTensor:
     return tf.ragged.boolean_mask(rt, positions < tf.cast(lengths, tf.int64)[:, None])
 
 
-def _dense(offsets: tf.RaggedTensor) -> tf.Tensor:
-    """Offsets `[batch, (tokens)]` padded with -1 to at least one column."""
-    return tf.pad(offsets.to_tensor(NO_ANSWER), [[0, 0], [0, 1]], constant_values=NO_ANSWER)
-
-
 class SpanQAServingModule(ServingModule):
     """`ServingModule` for a `BertSpanQA`: answers from question + context strings.
 
@@ -90,25 +90,29 @@ class SpanQAServingModule(ServingModule):
       tokenizer: its `BertTokenizer`.
       seq_length, max_length: as for `ServingModule` (`max_length`: the training length).
       max_query_length: question wordpieces kept (the training setting).
+      doc_stride: how far the windows over a long context advance (the training setting).
       allow_no_answer: SQuAD v2.0 decoding (the answer may be "").
       null_score_threshold, n_best, max_answer_length: decoding settings (see
         `keras_bert.tasks.squad.decode_predictions`).
     """
 
     def __init__(self, model, tokenizer, seq_length: int | None = None, max_length: int = 384,
-                 max_query_length: int = 64, allow_no_answer: bool = False,
-                 null_score_threshold: float = 0.0, n_best: int = 20,
-                 max_answer_length: int = 30, name: str | None = None):
+                 max_query_length: int = 64, doc_stride: int = 128,
+                 allow_no_answer: bool = False, null_score_threshold: float = 0.0,
+                 n_best: int = 20, max_answer_length: int = 30, name: str | None = None):
         length = seq_length or max_length
         if length < max_query_length + 4:
             raise ValueError(f"sequence length {length} must leave room for the question "
                              f"({max_query_length} wordpieces), 3 special tokens and context")
+        if doc_stride < 1:
+            raise ValueError(f"doc_stride must be positive, got {doc_stride}")
         self.decoding = dict(n_best=int(n_best), max_answer_length=int(max_answer_length),
                              allow_no_answer=bool(allow_no_answer),
                              null_score_threshold=float(null_score_threshold))
         super().__init__(model, tokenizer, self._ids_outputs, seq_length=seq_length,
                          max_length=max_length, pair=True, name=name)
         self.max_query_length = int(max_query_length)
+        self.doc_stride = int(doc_stride)
 
     def _logits(self, inputs) -> tuple[tf.Tensor, tf.Tensor]:
         outputs = self.model(inputs, training=False)
@@ -127,29 +131,63 @@ class SpanQAServingModule(ServingModule):
         return {"start_logits": start_logits, "end_logits": end_logits, **spans}
 
     def answer(self, question, context) -> dict:
-        """`serving_default`: the answer of each (question, context) pair."""
+        """`serving_default`: the answer of each (question, context) pair.
+
+        Every window of every pair goes through the model as one batch; each window is
+        decoded on its own, then each pair keeps its best window's span.
+        """
         with tf.device("/CPU:0"):
             query = self.tokenizer.tokenize(question)
             query = _keep_first(query, tf.minimum(query.row_lengths(), self.max_query_length))
             ids, starts, ends = self.tokenizer.tokenize_with_offsets(context)
-            room = tf.maximum(self.packer.max_length - 3 - query.row_lengths(), 0)
-            kept = tf.minimum(ids.row_lengths(), room)
-            ids, starts, ends = (_keep_first(t, kept) for t in (ids, starts, ends))
-            inputs = self.packer([query, ids])
-        begin = query.row_lengths() + 2
-        spans = best_spans(*self._logits(inputs), begin, begin + kept, **self.decoding)
-        answered = spans["start_position"] >= 0
+            row_starts = tf.cast(ids.row_splits[:-1], tf.int64)
+            room = self.packer.max_length - 3 - tf.cast(query.row_lengths(), tf.int64)
+            windows = doc_windows(ids.row_lengths(), room, self.doc_stride)
+            first = tf.gather(row_starts, windows.example) + windows.start  # in ids.values
+            window_ids = tf.gather(ids.values, tf.ragged.range(first, first + windows.length))
+            window_query = tf.gather(query, windows.example)
+            inputs = self.packer([window_query, window_ids])
+            begin = tf.cast(window_query.row_lengths(), tf.int64) + 2
+            max_context = is_max_context(windows, begin,
+                                         tf.shape(inputs["input_word_ids"])[1])
+        start_logits, end_logits = self._logits(inputs)
+        decoding = dict(self.decoding, allow_no_answer=False)  # "no answer": per pair below
+        spans = best_spans(start_logits, end_logits, begin, begin + windows.length,
+                           start_mask=max_context, **decoding)
         with tf.device("/CPU:0"):
-            first = tf.maximum(spans["start_position"] - begin, 0)
-            last = tf.maximum(spans["end_position"] - begin, 0)
-            start = tf.gather(_dense(starts), first[:, None], batch_dims=1)[:, 0]
-            end = tf.gather(_dense(ends), last[:, None], batch_dims=1)[:, 0]
-            start = tf.where(answered, start, NO_ANSWER)
-            end = tf.where(answered, end, NO_ANSWER)
+            pairs = tf.size(context, out_type=tf.int64)
+            score = tf.math.unsorted_segment_max(spans["score"], windows.example, pairs)
+            # The pair's best window: the first one holding its best valid span.
+            is_best = (spans["start_position"] >= 0) & tf.equal(
+                spans["score"], tf.gather(score, windows.example))
+            number = tf.range(tf.size(windows.example, out_type=tf.int64))
+            none = tf.size(number, out_type=tf.int64)
+            best = tf.math.unsorted_segment_min(tf.where(is_best, number, none),
+                                                windows.example, pairs)
+            answered = best < none
+            score = tf.where(answered, score, -float("inf"))  # (the segment max gives -max)
+            if self.decoding["allow_no_answer"]:
+                # The null score of a pair is its smallest over the windows.
+                null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0],
+                                                    windows.example, pairs)
+                answered &= ~(null - score > self.decoding["null_score_threshold"])
+                score = tf.where(answered, score, null)
+            best = tf.where(answered, best, 0)
+
+            def byte_offset(offsets, position):
+                """The byte offset of the token at the best window's packed `position`."""
+                token = tf.gather(first + spans[position] - begin, best)
+                found = tf.gather(tf.concat([offsets.values, [NO_ANSWER]], 0),
+                                  tf.where(answered, token, tf.size(offsets.values,
+                                                                    out_type=tf.int64)))
+                return tf.cast(found, tf.int64)
+
+            start = byte_offset(starts, "start_position")
+            end = byte_offset(ends, "end_position")
             text = tf.strings.substr(context, tf.maximum(start, 0),
                                      tf.maximum(end - start, 0), unit="BYTE")
         return {"answer": tf.where(answered, text, ""), "start": start, "end": end,
-                "score": spans["score"]}
+                "score": score}
 
     def text_function(self):
         """`serving_default`: `question`, `context` -> `answer`, `start`, `end`, `score`."""

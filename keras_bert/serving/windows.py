@@ -57,7 +57,7 @@ def doc_windows(num_tokens, max_tokens, doc_stride: int) -> Windows:
     n = tf.cast(num_tokens, tf.int64)
     m = tf.cast(max_tokens, tf.int64)
     step = tf.minimum(m, doc_stride)
-    count = 1 + tf.maximum(0, -((m - n) // step))  # 1 + ceil((n - m) / step), at least 1
+    count = 1 + tf.maximum(-((m - n) // step), 0)  # 1 + ceil((n - m) / step), at least 1
     windows = tf.ragged.range(count)
     example = windows.value_rowids()
     index = windows.flat_values
