@@ -8,17 +8,21 @@
 | `start`, `end` | int64 | UTF-8 BYTE offsets of the answer in the context (`-1` for no answer) |
 | `score` | float32 | `start_logit + end_logit` of the answer; the null score when "no answer" wins (SQuAD v2.0); `-inf` when no span is valid (v1.1) |
 
-The packing and decoding are those of `keras_bert.tasks.squad` (the original `run_squad.py`)
-for one window: `[CLS] question [SEP] context [SEP]`, the question cut to
-`max_query_length` wordpieces, the context to what fits in the sequence length (longer
-contexts are truncated here; `keras-bert predict` slides windows over them). Of the
-`n_best` best start and end positions, pairs with both ends in the context, start <= end
-and at most `max_answer_length` tokens are ranked by `start_logit + end_logit`. With SQuAD
-v2.0 ("no answer" allowed) the answer is `""` when `start_logits[0] + end_logits[0]` (the
-null score) exceeds the best span's score by more than `null_score_threshold`.
+The windows and decoding are those of `keras_bert.tasks.squad` (the original `run_squad.py`),
+as `keras-bert predict` runs them: the question is cut to `max_query_length` wordpieces and
+the context is covered by windows `[CLS] question [SEP] window [SEP]` whose starts advance
+by `doc_stride` tokens until one reaches the context's end (`keras_bert.serving.windows`).
+Question and context are tokenized once; the windows of the whole batch go through the
+model as one batch. In each window, of the `n_best` best start and end positions, pairs
+with both ends in the context, a start whose max-context window is this one, start <= end
+and at most `max_answer_length` tokens are ranked by `start_logit + end_logit`; each pair
+keeps the best span of all its windows (the first window on ties). With SQuAD v2.0 ("no
+answer" allowed) the null score is the smallest `start_logits[0] + end_logits[0]` over the
+pair's windows, and the answer is `""` when it exceeds the best span's score by more than
+`null_score_threshold`. A context of `n` tokens costs about `n / doc_stride` windows.
 
-`serve_ids` (clients that pack `[CLS] question [SEP] context [SEP]` themselves) returns
-`start_logits`, `end_logits`, `start_position`, `end_position` (token positions, -1 for no
+`serve_ids` (clients that pack `[CLS] question [SEP] context [SEP]` themselves, one
+window per row) decodes each row on its own and returns `start_logits`, `end_logits`, `start_position`, `end_position` (token positions, -1 for no
 answer) and `score`.
 """
 
