@@ -69,6 +69,8 @@ COVERED = [
     (r"jupyter execute examples/kaggle_bert\.ipynb", lambda c: _covered_by(
         "tests/examples/test_notebook.py", "\"kaggle_bert.ipynb\"", "nbclient")),
     (r"^\.venv/bin/python examples/\w+\.py$", _example_covered),
+    (r"^\.venv/bin/python bench/\w+\.py( --quick)?$", lambda c: _covered_by(
+        "tests/test_bench.py", re.search(r"bench/(\w+\.py)", c).group(1))),
 ]
 
 

@@ -1,0 +1,58 @@
+"""Every benchmark in bench/ still runs: each `--quick` mode (tiny sizes, a smoke check, not a
+timing) exits 0 and prints its comparison of contenders.
+
+The figures themselves are measured by running the benchmarks without `--quick` (see
+bench/RESULTS.md); these tests only keep the scripts from rotting as the package changes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.reference import require
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Script -> a line pattern its --quick output must contain (the ratio or result it exists for).
+BENCHMARKS = {
+    "tokenizer_speed.py": r"\| ours_function / hf \| [\d.]+x \|",
+    "pretraining_pipeline.py": r"examples per epoch: \d+",
+    "encoder_forward.py": r"\| tiny \| ours / HF torch \| [\d.]+x \|",
+    "pretrain_step.py": r"\| ours / hf \| [\d.]+x \|",
+    "serving_latency.py": r"in_process: preprocessing adds -?[\d.]+% at batch 1",
+}
+
+
+def test_every_benchmark_is_listed():
+    scripts = {name for name in os.listdir(os.path.join(REPO, "bench"))
+               if name.endswith(".py") and name != "common.py"}
+    assert scripts == set(BENCHMARKS)
+
+
+# keras-hub is a benchmark peer installed by `scripts/install.sh --bench` only; without it
+# these scripts are run on the other contenders.
+WITHOUT_KERAS_HUB = {
+    "encoder_forward.py": "ours,ours_xla,ours_bf16,hf,gemm",
+    "pretrain_step.py": "ours,ours_bf16,hf",
+}
+
+
+@pytest.mark.parametrize("script", sorted(BENCHMARKS))
+def test_quick_mode_runs_and_compares(script):
+    if script in ("encoder_forward.py", "pretrain_step.py"):
+        require("transformers")
+    if script == "tokenizer_speed.py":
+        require("tokenizers")
+    command = [sys.executable, os.path.join("bench", script), "--quick"]
+    if script in WITHOUT_KERAS_HUB and importlib.util.find_spec("keras_hub") is None:
+        command += ["--contenders", WITHOUT_KERAS_HUB[script]]
+    result = subprocess.run(command,
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert re.search(BENCHMARKS[script], result.stdout), result.stdout[-3000:]
