@@ -302,3 +302,26 @@ def test_readme_keras_bert_commands_parse_with_their_overrides():
     assert {"convert", "encode", "tokenize", "build-vocab", "create-pretraining-data",
             "pretrain", "finetune", "predict", "distill", "export", "audit", "serve", "query",
             "attention"} <= parsed
+
+
+def python_blocks(markdown: str) -> list[str]:
+    """The code of every ```python block."""
+    return re.findall(r"^```python\n(.*?)^```", markdown, flags=re.S | re.M)
+
+
+def test_readme_python_blocks_run_as_printed(tmp_path):
+    """The Python API block runs as printed (real MiniLM weights) and prints the shapes and
+    layer count its comments promise."""
+    blocks = python_blocks(open(README, encoding="utf-8").read())
+    assert blocks, "README.md has no ```python block"
+    env = {**os.environ, "PYTHONPATH": REPO}
+    for block in blocks:
+        script = tmp_path / "block.py"
+        script.write_text(block, encoding="utf-8")
+        result = subprocess.run([os.path.join(REPO, ".venv", "bin", "python"), str(script)],
+                                cwd=tmp_path, env=env, capture_output=True, text=True,
+                                timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        for promised in re.findall(r"print\(.*\)\s+#\s*(.+)$", block, flags=re.M):
+            shown = promised.split(":")[0].strip()
+            assert shown in result.stdout, (promised, result.stdout)
