@@ -1,4 +1,5 @@
-"""Converts a Google or Hugging Face BERT checkpoint directory into a keras_bert model directory."""
+"""Converts BERT checkpoint directories: Google TF1, Hugging Face or keras_bert in; a keras_bert
+model directory, Google's layout or Hugging Face's out."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import os
 
 from keras_bert.checkpoints import google, huggingface
 from keras_bert.checkpoints.model_dir import MANIFEST, ModelDir, save_model_dir
+
+# The file that marks a directory as holding a checkpoint of that layout.
+CHECKPOINT_MARKERS = {"google": "bert_config.json", "huggingface": "config.json"}
 
 
 def detect_format(path: str) -> str:
@@ -42,23 +46,51 @@ def infer_lower_case(path: str, vocab_file: str) -> bool:
     return True
 
 
-def convert(src: str, dest: str, lower_case: bool | None = None) -> ModelDir:
-    """Reads the checkpoint directory `src` (any supported format) and writes `dest`."""
+def read_checkpoint(src: str, lower_case: bool | None = None):
+    """Loads the encoder of checkpoint directory `src` (any supported format).
+
+    Returns `(encoder, vocab_file, lower_case, format)`; `lower_case` overrides the casing
+    read from a keras_bert directory or inferred from a Google/HF one.
+    """
     fmt = detect_format(src)
-    vocab_file = os.path.join(src, "vocab.txt")
-    if not os.path.exists(vocab_file):
-        raise FileNotFoundError(f"No vocab.txt in {src}")
-    if fmt == "google":
-        encoder = google.load_google_dir(src)
-    elif fmt == "huggingface":
-        encoder = huggingface.load_hf_dir(src)
-    else:
+    if fmt == "keras_bert":
         from keras_bert.checkpoints.model_dir import load_model_dir
 
         source = load_model_dir(src)
-        encoder = source.load_encoder()
         lower_case = source.lower_case if lower_case is None else lower_case
+        return source.load_encoder(), source.vocab_file, lower_case, fmt
+    vocab_file = os.path.join(src, "vocab.txt")
+    if not os.path.exists(vocab_file):
+        raise FileNotFoundError(f"No vocab.txt in {src}")
+    load = google.load_google_dir if fmt == "google" else huggingface.load_hf_dir
+    encoder = load(src)
     if lower_case is None:
         lower_case = infer_lower_case(src, vocab_file)
+    return encoder, vocab_file, lower_case, fmt
+
+
+def convert(src: str, dest: str, lower_case: bool | None = None) -> ModelDir:
+    """Reads the checkpoint directory `src` (any supported format) and writes `dest` as a
+    keras_bert model directory."""
+    encoder, vocab_file, lower_case, fmt = read_checkpoint(src, lower_case)
     return save_model_dir(encoder, dest, vocab_file, lower_case,
                           metadata={"converted_from": os.path.abspath(src), "format": fmt})
+
+
+def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = None) -> str:
+    """Writes the encoder of checkpoint directory `src` to `dest` in Google's (`to="google"`)
+    or Hugging Face's (`to="huggingface"`) layout, with its vocab; returns `dest`.
+
+    `dest` must be empty, missing, or already a directory of that format.
+    """
+    if to not in CHECKPOINT_MARKERS:
+        raise ValueError(f"Unknown checkpoint layout {to!r}: expected one of "
+                         f"{sorted(CHECKPOINT_MARKERS)}")
+    marker = CHECKPOINT_MARKERS[to]
+    if os.path.isdir(dest) and os.listdir(dest) and marker not in os.listdir(dest):
+        raise FileExistsError(f"{dest} exists and holds no {marker}; refusing to write a "
+                              f"{to} checkpoint into it")
+    encoder, vocab_file, lower_case, _ = read_checkpoint(src, lower_case)
+    if to == "google":
+        return google.save_google_dir(encoder, dest, vocab_file)
+    return huggingface.save_hf_dir(encoder, dest, vocab_file, lower_case)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 
 FORMATS = ("keras_bert", "google", "huggingface")
-# The file that marks DEST as already holding the format (it may then be overwritten).
-MARKERS = {"google": "bert_config.json", "huggingface": "config.json"}
 
 
 def register(subparsers) -> None:
@@ -33,39 +31,11 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = None) -> str:
-    """Writes the encoder of checkpoint directory `src` to `dest` in Google's (`to="google"`)
-    or Hugging Face's (`to="huggingface"`) layout, with its vocab; returns `dest`.
-
-    `dest` must be empty, missing, or already a directory of that format.
-    """
-    from keras_bert.checkpoints import google, huggingface, load_model_dir
-    from keras_bert.checkpoints.convert import detect_format, infer_lower_case
-
-    fmt = detect_format(src)
-    if os.path.isdir(dest) and os.listdir(dest) and MARKERS[to] not in os.listdir(dest):
-        raise FileExistsError(f"{dest} exists and holds no {MARKERS[to]}; refusing to write a "
-                              f"{to} checkpoint into it")
-    if fmt == "keras_bert":
-        source = load_model_dir(src)
-        encoder, vocab_file = source.load_encoder(), source.vocab_file
-        lower_case = source.lower_case if lower_case is None else lower_case
-    else:
-        vocab_file = os.path.join(src, "vocab.txt")
-        if not os.path.exists(vocab_file):
-            raise FileNotFoundError(f"No vocab.txt in {src}")
-        load = google.load_google_dir if fmt == "google" else huggingface.load_hf_dir
-        encoder = load(src)
-        if lower_case is None:
-            lower_case = infer_lower_case(src, vocab_file)
-    if to == "google":
-        return google.save_google_dir(encoder, dest, vocab_file)
-    return huggingface.save_hf_dir(encoder, dest, vocab_file, lower_case)
-
-
 def run(args) -> int:
     """Converts and prints a one-line summary."""
     if args.to != "keras_bert":
+        from keras_bert.checkpoints.convert import write_checkpoint
+
         path = write_checkpoint(args.src, args.dest, args.to, lower_case=args.lower_case)
         print(f"wrote {os.path.abspath(path)}: {args.to} checkpoint with vocab.txt")
         return 0
