@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import os
 
-import numpy as np
 import tensorflow as tf
 
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
@@ -121,14 +120,7 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
             from keras_bert.serving.op_audit import check
 
             check(tmp, target)
-        texts = np.array(warmup_texts or WARMUP_TEXTS, dtype=object)
-        if isinstance(module, SpanQAServingModule):
-            inputs = {"question": np.array(["Who reads?"] * len(texts), dtype=object),
-                      "context": texts}
-        else:
-            inputs = {"text": texts}
-            if module.pair:
-                inputs["text_b"] = texts[::-1]
+        inputs = module.warmup_inputs(warmup_texts or WARMUP_TEXTS)
         write_warmup(tmp, [predict_log(model_name, "serving_default", inputs)])
     path = os.path.join(base_dir, str(number))
     return ExportedModel(path, number, kind, describe_signatures(signatures))

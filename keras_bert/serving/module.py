@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.text.packer import BertPacker
@@ -82,6 +83,15 @@ class ServingModule(tf.Module):
             def serving_default(text):
                 return self.run(self.preprocess(text))
         return tf.function(serving_default, input_signature=specs).get_concrete_function()
+
+    def warmup_inputs(self, texts):
+        """A `serving_default` request (input name -> `[batch]` strings) made of `texts`, for
+        the export's warmup file; subclasses with other text inputs override it."""
+        texts = np.asarray(texts, dtype=object)
+        inputs = {"text": texts}
+        if self.pair:
+            inputs["text_b"] = texts[::-1]
+        return inputs
 
     def ids_function(self) -> tf.types.experimental.ConcreteFunction:
         """`serve_ids`: the three id tensors -> `run` outputs."""

@@ -28,6 +28,7 @@ answer) and `score`.
 
 from __future__ import annotations
 
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.serving.module import ServingModule
@@ -192,6 +193,12 @@ class SpanQAServingModule(ServingModule):
                                      tf.maximum(end - start, 0), unit="BYTE")
         return {"answer": tf.where(answered, text, ""), "start": start, "end": end,
                 "score": score}
+
+    def warmup_inputs(self, texts):
+        """A warmup request: `texts` as contexts, each with the same short question."""
+        texts = np.asarray(texts, dtype=object)
+        return {"question": np.array(["Who reads?"] * len(texts), dtype=object),
+                "context": texts}
 
     def text_function(self):
         """`serving_default`: `question`, `context` -> `answer`, `start`, `end`, `score`."""
