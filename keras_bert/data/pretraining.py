@@ -79,7 +79,8 @@ def _nsp_epochs(token_documents, options: PretrainingOptions, dynamic: bool):
     """
     documents = as_int_documents(token_documents)
     epochs = itertools.count()
-    ahead: dict[int, _Background] = {}
+    ahead: dict[int, _Background] = {}  # dynamic: the next epoch, being made
+    static: list = []  # not dynamic: the one epoch, made once
 
     def make(epoch):
         examples = create_nsp_examples(documents, options.seq_length,
@@ -88,24 +89,18 @@ def _nsp_epochs(token_documents, options: PretrainingOptions, dynamic: bool):
         return _epoch_arrays(examples)
 
     def generate():
-        epoch = next(epochs) if dynamic else 0
+        if not dynamic:
+            if not static:
+                static.append(make(0))
+            yield static[0]
+            return
+        epoch = next(epochs)
         job = ahead.pop(epoch, None)
         arrays = job.result() if job is not None else make(epoch)
-        ahead[epoch + 1 if dynamic else 0] = (
-            _Background(make, epoch + 1) if dynamic else _Done(arrays))
+        ahead[epoch + 1] = _Background(make, epoch + 1)
         yield arrays
 
     return generate
-
-
-class _Done:
-    """A result that is already there (the static epoch)."""
-
-    def __init__(self, value):
-        self._value = value
-
-    def result(self):
-        return self._value
 
 
 class _Background:
