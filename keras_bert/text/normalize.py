@@ -76,12 +76,14 @@ def _re2_class(code_points: list[int]) -> str:
 def unicode_tables() -> dict:
     """Character classes and case tables from this Python's `unicodedata` (cached).
 
-    Returns a dict of RE2 classes (`drop`, `space`, `space_nonascii`, `punct`, `cjk`, `mn`,
-    `upper`) and of
+    Returns a dict of RE2 classes (`drop`, `space`, `space_nonascii`, `punct`,
+    `punct_nonascii`, `cjk`, `mn`, `upper`, and `kept_nonascii` / `inert_nonascii`: the
+    non-ASCII characters that cased / uncased normalisation leaves as they are) and of
     code point lists for lower-casing (`lower_keys`, `lower_values`) and the final-sigma
     rule (`case_ignorable`, `cased`).
     """
     drop, space, punct, cjk, mn, upper = [], [], [], [], [], []
+    kept, inert = [], []
     lower_keys, lower_values, case_ignorable, cased = [], [], [], []
     cjk_set = set()
     for lo, hi in CJK_BLOCKS:
@@ -103,6 +105,14 @@ def unicode_tables() -> dict:
         if cat == "Mn":
             mn.append(cp)
         low = ch.lower()
+        if cp >= 128:
+            kept.append(cp)
+            # Unchanged by lower-casing, NFD and Mn removal, and never reordered by NFD
+            # (canonical combining class 0): a row of ASCII and such characters needs only
+            # the ASCII lower-casing.
+            if (low == ch and cat != "Mn" and not unicodedata.combining(ch)
+                    and unicodedata.normalize("NFD", ch) == ch):
+                inert.append(cp)
         if low != ch and cp >= 128:
             upper.append(cp)
             lower_keys.append(cp)
@@ -123,6 +133,9 @@ def unicode_tables() -> dict:
         "space": _re2_class(space),
         "space_nonascii": _re2_class([cp for cp in space if cp >= 128]),
         "punct": _re2_class(punct),
+        "punct_nonascii": _re2_class([cp for cp in punct if cp >= 128]),
+        "kept_nonascii": _re2_class(kept),
+        "inert_nonascii": _re2_class(inert),
         "cjk": _re2_class(cjk),
         "mn": _re2_class(mn),
         "upper": _re2_class(upper),
@@ -145,6 +158,10 @@ class BertNormalizer(tf.Module):
         super().__init__(name=name)
         self.lower_case = lower_case
         t = unicode_tables()
+        # Rows of printable ASCII (plus \t \n \r) and characters that normalisation keeps
+        # as they are take the fast path: nothing to drop, lower-casing is ASCII only.
+        unchanged = t["inert_nonascii"] if lower_case else t["kept_nonascii"]
+        self._fast_row = "[\\t\\n\\r\\x{20}-\\x{7E}" + unchanged[1:] + "*"
         self._drop = t["drop"]
         self._mn = t["mn"]
         self._needs_lower = "(?s).*" + t["upper"] + ".*"
@@ -171,7 +188,22 @@ class BertNormalizer(tf.Module):
 
     @_no_autograph
     def __call__(self, strings: tf.Tensor) -> tf.Tensor:
-        """Cleans, and for uncased also lower-cases and strips accents, a 1-D string tensor."""
+        """Cleans, and for uncased also lower-cases and strips accents, a 1-D string tensor.
+
+        Rows that hold only printable ASCII and characters that normalisation leaves
+        unchanged (most text: letters without case or accents, dashes, quotes) are only
+        ASCII-lower-cased; the others go through every step (`normalize_all`).
+        """
+        fast = tf.strings.regex_full_match(strings, self._fast_row)
+        rows = tf.where(tf.logical_not(fast))[:, 0]
+        slow = self.normalize_all(tf.gather(strings, rows))
+        if self.lower_case:
+            strings = tf.strings.lower(strings)  # ASCII only (no encoding given)
+        return tf.tensor_scatter_nd_update(strings, rows[:, None], slow)
+
+    @_no_autograph
+    def normalize_all(self, strings: tf.Tensor) -> tf.Tensor:
+        """Every step on every row: `clean`, then for uncased `lower`, NFD, drop Mn."""
         strings = self.clean(strings)
         if not self.lower_case:
             return strings
@@ -239,9 +271,12 @@ def _int_table(keys: list[int], values: list[int]) -> tf.lookup.StaticHashTable:
 
 def word_split_patterns() -> dict[str, str]:
     """RE2 patterns of BERT's word splitting (after normalisation): `split` (whitespace runs
-    and single punctuation / CJK characters), `keep` (the pieces of `split` that are words)
-    and `pad` (punctuation / CJK to surround with spaces, non-ASCII whitespace to replace)."""
+    and single punctuation / CJK characters), `keep` (the pieces of `split` that are words),
+    `pad` (punctuation / CJK to surround with spaces, non-ASCII whitespace to replace) and
+    `pad_nonascii` (the same for non-ASCII characters only)."""
     tables = unicode_tables()
     punct_or_cjk = tables["punct"][:-1] + tables["cjk"][1:]
+    nonascii = tables["punct_nonascii"][:-1] + tables["cjk"][1:]
     return {"split": f"{tables['space']}+|{punct_or_cjk}", "keep": punct_or_cjk,
-            "pad": f"({punct_or_cjk})|{tables['space_nonascii']}"}
+            "pad": f"({punct_or_cjk})|{tables['space_nonascii']}",
+            "pad_nonascii": f"({nonascii})|{tables['space_nonascii']}"}

@@ -14,12 +14,17 @@ Pipeline (see `normalize.py` for the character classes, generated from Python's
    Invalid input never raises.
 2. `StaticRegexReplace`: drop NUL, U+FFFD and Unicode category C* except `\\t\\n\\r`.
 3. Uncased only: `str.lower()`, `NormalizeUTF8` (NFD), drop category Mn.
+   Steps 1-3 run only on rows that need them: a row of printable ASCII and characters
+   that normalisation leaves unchanged is only ASCII-lower-cased (`BertNormalizer`).
 4. Split on whitespace (removed) and around every punctuation character and CJK ideograph
-   (kept as one-character words): `tokenize` pads those with spaces (`StaticRegexReplace`)
-   and splits with `StringSplitV2`; `tokenize_with_offsets` uses `RegexSplitWithOffsets`.
-5. Words over 100 characters become `[UNK]`; `FastWordpieceTokenizeWithOffsets` tokenizes
-   the rest against a flatbuffer model built from the vocabulary at construction time
-   (a graph constant). Its greedy longest-match-first result is the original's.
+   (kept as one-character words). `tokenize` pads non-ASCII punctuation / CJK with
+   spaces and turns non-ASCII whitespace into spaces (`StaticRegexReplace`), then lets
+   FastWordpiece split on ASCII whitespace and punctuation itself (end-to-end mode);
+   `tokenize_with_offsets` splits with `RegexSplitWithOffsets`.
+5. Words over 100 characters become `[UNK]` (`tokenize`: replaced by a control character
+   no vocabulary entry equals); `FastWordpieceTokenizeWithOffsets` tokenizes the rest
+   against a flatbuffer model built from the vocabulary at construction time (a graph
+   constant). Its greedy longest-match-first result is the original's.
 
 Offsets are byte offsets into the ORIGINAL input string. They are obtained by decoding the
 input (`UnicodeDecodeWithOffsets`), normalising every non-ASCII character on its own to
@@ -29,7 +34,7 @@ character (e.g. a Hangul syllable decomposed into jamo) is given that whole char
 
 Every op in the graphs (all modes, `tokenize`, `tokenize_with_offsets`, `detokenize`):
 core TensorFlow -- StaticRegexReplace, StaticRegexFullMatch, StringLower, StringLength,
-StringSplitV2, UnicodeTranscode, UnicodeDecode, UnicodeDecodeWithOffsets, UnicodeEncode,
+UnicodeTranscode, UnicodeDecode, UnicodeDecodeWithOffsets, UnicodeEncode,
 UnsortedSegmentJoin, LookupTableFindV2 (tables: HashTableV2 + LookupTableImportV2 in the
 initializer), LowerBound, UpperBound, DynamicStitch, TensorScatterUpdate, ScatterNd,
 Cumsum, Where, SelectV2, GatherV2 and shape / arithmetic / logical ops; TF Text --
@@ -127,18 +132,27 @@ class BertTokenizer(tf.Module):
         patterns = word_split_patterns()
         self._split_pattern = patterns["split"]
         self._keep_pattern = patterns["keep"]
-        # Without offsets, splitting is faster as "pad punctuation / CJK with spaces, turn
-        # non-ASCII whitespace into spaces, split on ASCII whitespace".
-        self._pad_pattern = patterns["pad"]
+        # Without offsets, words are split by FastWordpiece itself (end-to-end mode), after
+        # padding non-ASCII punctuation / CJK with spaces and turning non-ASCII whitespace
+        # into spaces, so that only ASCII rules are left to its own character tables.
+        self._pad_nonascii = patterns["pad_nonascii"]
         self._special_pattern = "|".join(
             t.replace("[", "\\[").replace("]", "\\]") for t in SPECIAL_TOKENS.values())
         # Earlier copies of a repeated token (and empty lines) must never match: replace
         # them by a string that cannot occur in a cleaned word (it holds a C0 control).
         unique = [t if index[t] == i and t else f"\x01{i}" for i, t in enumerate(tokens)]
-        self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=unique, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD,
-            token_out_type=tf.int32, unknown_token=SPECIAL_TOKENS["unk"],
-            no_pretokenization=True, support_detokenization=False)
+        self._wordpiece = _fast_wordpiece(unique, no_pretokenization=True)
+        self._wordpiece_e2e = _fast_wordpiece(unique, no_pretokenization=False)
+        # A word of more than MAX_CHARS_PER_WORD characters (a run of characters that are
+        # not ASCII whitespace or punctuation, once the rest is padded) is replaced by a
+        # control character before end-to-end WordPiece: a one-character word that no
+        # vocabulary entry matches, hence one [UNK], as the original gives.
+        self._long_word = (f"[^\\t\\n\\r !-/:-@\\[-`{{-~]{{{MAX_CHARS_PER_WORD + 1},}}")
+        stand_ins = [chr(c) for c in range(1, 9) if chr(c) not in index]
+        if not stand_ins:
+            raise ValueError("The vocabulary holds each of the control characters U+0001 to "
+                             "U+0008 as a token; BertTokenizer needs one that is not a token.")
+        self._long_word_stand_in = stand_ins[0]
         self._vocab_strings = tf.constant(tokens, tf.string)
         self._token_table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
@@ -296,24 +310,20 @@ class BertTokenizer(tf.Module):
     def _tokenize_segments(self, strings, with_offsets: bool):
         """The original pipeline on a 1-D string tensor (no special-token handling)."""
         normalized = self.normalizer(strings)
-        if with_offsets:
-            flat_words, word_starts, _, word_splits = _regex_split(
-                normalized, self._split_pattern, self._keep_pattern)
-            words = flat_words
-        else:
-            padded = tf.strings.regex_replace(normalized, self._pad_pattern, r" \1 ")
-            split = tf.raw_ops.StringSplitV2(input=padded, sep="")
-            flat_words = split.values
-            word_splits = searchsorted(
-                split.indices[:, 0], tf.range(tf.size(strings, out_type=tf.int64) + 1), "left")
+        if not with_offsets:
+            padded = tf.strings.regex_replace(normalized, self._pad_nonascii, r" \1 ")
+            padded = tf.strings.regex_replace(padded, self._long_word, self._long_word_stand_in)
+            pieces = self._wordpiece_e2e.tokenize(padded)
+            return pieces.values, tf.cast(pieces.row_splits, tf.int64), None, None
+        flat_words, word_starts, _, word_splits = _regex_split(
+            normalized, self._split_pattern, self._keep_pattern)
+        words = flat_words
         too_long = tf.strings.length(flat_words, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
         flat_words = tf.where(too_long, SPECIAL_TOKENS["unk"], flat_words)
         pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(flat_words)
         piece_splits = tf.cast(pieces.row_splits, tf.int64)
         ids = pieces.values
         splits = tf.gather(piece_splits, word_splits)
-        if not with_offsets:
-            return ids, splits, None, None
         # Normalised byte offsets of each piece within its row.
         word_of_piece = _value_rowids(piece_splits, tf.size(ids, out_type=tf.int64))
         long_piece = tf.gather(too_long, word_of_piece)
@@ -365,6 +375,16 @@ class BertTokenizer(tf.Module):
         starts = tf.gather(char_starts, char_at(norm_starts))
         ends = tf.gather(char_ends, char_at(norm_ends - 1))
         return starts, ends
+
+
+def _fast_wordpiece(vocab: list[str], no_pretokenization: bool):
+    """TF Text's FastWordpieceTokenizer over `vocab` with BERT's settings: `##` suffixes,
+    `[UNK]` for a word it cannot split, int32 ids. With `no_pretokenization=False` it also
+    splits words on whitespace and punctuation (BERT's rules, in its own character tables)."""
+    return tf_text.FastWordpieceTokenizer(
+        vocab=vocab, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD,
+        token_out_type=tf.int32, unknown_token=SPECIAL_TOKENS["unk"],
+        no_pretokenization=no_pretokenization, support_detokenization=False)
 
 
 def _regex_split(strings, delimiters: str, keep: str):

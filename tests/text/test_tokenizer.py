@@ -189,6 +189,11 @@ HARD_CASES = [
     "y" * 101,
     "é" * 100,
     "é" * 101 + " ok",
+    # Word length counts characters after cleaning (and, uncased, after accent stripping),
+    # words end at any punctuation (ASCII or not) and whitespace.
+    "x" * 150 + "!" + "y" * 5 + " " + "ab" * 60 + "’s " + "a" * 60 + "—" + "b" * 60,
+    "é" * 60 + " " + "a" * 99 + "­​" + " " + "a" * 99 + "éé",
+    "中" * 150 + " " + "1" * 101 + " " + "z" * 101 + "　" + "q" * 100,
     "supercalifragilisticexpialidocious" * 3,
     "",
     " ",
@@ -424,3 +429,15 @@ def test_empty_vocab(tmp_path):
     empty.write_text("", encoding="utf-8")
     with pytest.raises(ValueError, match="empty"):
         BertTokenizer(str(empty))
+
+
+def test_long_words_are_unk_whatever_control_tokens_the_vocab_holds():
+    """A word over 100 characters stands in as a control character no token equals."""
+    base = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "##a", "b"]
+    tokenizer = BertTokenizer(base + ["\x01", "\x02"])
+    reference = ReferenceTokenizer(base + ["\x01", "\x02"], True)
+    texts = ["a" * 101 + " b", "b " + "a" * 100, "a" * 150 + "." + "b"]
+    assert _ids(tokenizer, texts) == [reference.ids(t) for t in texts]
+    assert _ids(tokenizer, texts)[0] == [1, 7]
+    with pytest.raises(ValueError, match="U\\+0001 to U\\+0008"):
+        BertTokenizer(base + [chr(c) for c in range(1, 9)])
