@@ -95,7 +95,7 @@ def _datasets(job: PretrainJob, tokenizer, global_batch: int):
                               drop_remainder=True)
         evaluation = read_examples(job.tfrecords, job.seq_length, job.max_predictions,
                                    global_batch).take(job.eval_steps)
-        return train, evaluation
+        return train, _with_known_length(evaluation)
     from keras_bert.data.corpus import default_corpus_files
 
     sources = []  # the documents of each corpus file
@@ -109,8 +109,23 @@ def _datasets(job: PretrainJob, tokenizer, global_batch: int):
     if len(held_out) >= 2:
         evaluation = pretraining_dataset(tokenize_documents(held_out, tokenizer), tokenizer,
                                          global_batch, options, dynamic=False)
-        evaluation = evaluation.take(job.eval_steps)
+        evaluation = _with_known_length(evaluation.take(job.eval_steps))
     return train.repeat(), evaluation
+
+
+def _with_known_length(dataset):
+    """`dataset` (finite, the same batches every pass) with its number of batches declared.
+
+    Keras warns "Your input ran out of data" at the end of every pass over a dataset of
+    unknown length (ours come from generators); with the length known it stops in time.
+    None when the dataset is empty.
+    """
+    import tensorflow as tf
+
+    batches = int(dataset.reduce(0, lambda count, _: count + 1))
+    if not batches:
+        return None
+    return dataset.apply(tf.data.experimental.assert_cardinality(batches))
 
 
 def split_documents(sources: list[list], fraction: float) -> tuple[list, list]:
