@@ -254,6 +254,17 @@ def test_every_code_point(pair):
     assert not diff, [hex(ord(c)) for c in diff[0]][:16]
 
 
+def test_every_code_point_between_letters(pair):
+    """"a" + c + "a" for all scalar values c: whether c splits a word (whitespace,
+    punctuation, CJK) or joins it is decided as the original decides, including in the
+    word splitting that FastWordpiece does itself in `tokenize`."""
+    tokenizer, reference = pair
+    texts = ["a" + chr(c) + "a" for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    got = _ids(tokenizer, _encode(texts))
+    diff = [t for t, g in zip(texts, got, strict=True) if g != reference.ids(t)]
+    assert not diff, [hex(ord(t[1])) for t in diff[:16]]
+
+
 # ------------------------------------------------------------------------------ hypothesis
 _INTERESTING = list(
     "aAzZ09 .,;:!?'\"-_()[]{}<>/\\|`^~@#$%&*+=ΣσςΑαİıßẞÅåéÉ\u0301\u0308\u0345\u00ad\u200b"
