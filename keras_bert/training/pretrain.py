@@ -215,7 +215,8 @@ def run_pretraining(job: PretrainJob) -> dict:
     if state["epoch"] < epochs:
         pretrainer.fit(skip_consumed(train, state["step"]), epochs=epochs,
                        initial_epoch=state["epoch"], steps_per_epoch=job.steps_per_epoch,
-                       validation_data=evaluation, callbacks=callbacks, verbose=job.verbose)
+                       validation_data=evaluation, callbacks=callbacks, verbose=job.verbose,
+                       shuffle=False)  # the pipeline shuffles; Keras can't shuffle a Dataset
     metrics = {"steps": int(pretrainer.optimizer.iterations.numpy()),
                "train": {k: v[-1] for k, v in history.items() if not k.startswith("val_")}}
     if evaluation is not None:
