@@ -27,7 +27,7 @@ def register(subparsers) -> None:
     p.add_argument("--init", help="keras_bert model directory to continue from")
     p.add_argument("--steps", type=int, default=2000,
                    help="training steps (default 2000: BERT-Tiny on the embedded corpus "
-                        "learns NSP after ~1,200-1,600)")
+                        "usually learns NSP after ~1,200-1,600)")
     p.add_argument("--steps-per-epoch", type=int, default=200,
                    help="logging and checkpoint interval (steps must be a multiple)")
     p.add_argument("--batch-size", type=int, default=32, help="global batch size")
