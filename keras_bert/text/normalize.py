@@ -272,11 +272,17 @@ def _int_table(keys: list[int], values: list[int]) -> tf.lookup.StaticHashTable:
 def word_split_patterns() -> dict[str, str]:
     """RE2 patterns of BERT's word splitting (after normalisation): `split` (whitespace runs
     and single punctuation / CJK characters), `keep` (the pieces of `split` that are words),
-    `pad` (punctuation / CJK to surround with spaces, non-ASCII whitespace to replace) and
-    `pad_nonascii` (the same for non-ASCII characters only)."""
+    `pad` (punctuation / CJK to surround with spaces, non-ASCII whitespace to replace),
+    `pad_nonascii` (the same for non-ASCII characters only) and `word_char_padded` (a
+    character of a word in text padded by `pad_nonascii`)."""
     tables = unicode_tables()
     punct_or_cjk = tables["punct"][:-1] + tables["cjk"][1:]
     nonascii = tables["punct_nonascii"][:-1] + tables["cjk"][1:]
+    # Once non-ASCII punctuation / CJK / whitespace are padded or replaced, words are the
+    # runs of characters that are neither ASCII whitespace nor ASCII punctuation.
+    ascii_breaks = [9, 10, 13, 32] + [cp for cp in range(128) if _is_ascii_punct(cp)]
+    word_char = "[^" + _re2_class(ascii_breaks)[1:]
     return {"split": f"{tables['space']}+|{punct_or_cjk}", "keep": punct_or_cjk,
             "pad": f"({punct_or_cjk})|{tables['space_nonascii']}",
-            "pad_nonascii": f"({nonascii})|{tables['space_nonascii']}"}
+            "pad_nonascii": f"({nonascii})|{tables['space_nonascii']}",
+            "word_char_padded": word_char}

@@ -147,7 +147,7 @@ class BertTokenizer(tf.Module):
         # not ASCII whitespace or punctuation, once the rest is padded) is replaced by a
         # control character before end-to-end WordPiece: a one-character word that no
         # vocabulary entry matches, hence one [UNK], as the original gives.
-        self._long_word = (f"[^\\t\\n\\r !-/:-@\\[-`{{-~]{{{MAX_CHARS_PER_WORD + 1},}}")
+        self._long_word = f"{patterns['word_char_padded']}{{{MAX_CHARS_PER_WORD + 1},}}"
         stand_ins = [chr(c) for c in range(1, 9) if chr(c) not in index]
         if not stand_ins:
             raise ValueError("The vocabulary holds each of the control characters U+0001 to "
