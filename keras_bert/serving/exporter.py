@@ -1,5 +1,13 @@
 """`export_model`: a keras_bert model directory -> `BASE/<version>/` for TensorFlow Serving.
 
+The SavedModel is written by `keras.export.ExportArchive`: it stores exactly the variables
+the endpoint functions read, once each, as the SaverDef's restore op restores them, so TF
+Serving's Session-based loader (SavedModelBundle) finds every variable. (A `tf.Module`
+holding the Keras model and saved with `tf.saved_model.save` loads with
+`tf.saved_model.load` but fails there: "Could not find variable ...".) Every version is
+loaded back through that loader (`keras_bert.serving.session_bundle`) and its warmup
+requests are run before it appears.
+
 The version directory holds `saved_model.pb`, `variables/` (each variable once),
 `assets/` (`vocab.txt`, and `labels.txt` for classifiers and taggers, for people and
 clients: the graph itself holds both as constants) and
@@ -12,17 +20,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 
-import tensorflow as tf
+import keras
 
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
-from keras_bert.serving.module import ServingModule
+from keras_bert.serving.module import Endpoint, ServingModule
 from keras_bert.serving.op_audit import DEFAULT_TARGET
 from keras_bert.serving.outputs import (
     classification_outputs,
     embedding_outputs,
     regression_outputs,
 )
+from keras_bert.serving.session_bundle import SessionBundle, read_signature_defs
 from keras_bert.serving.span_qa import SpanQAServingModule
 from keras_bert.serving.tagging import TaggerServingModule
 from keras_bert.serving.versions import atomic_version_dir
@@ -110,36 +120,45 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
     source = load_model_dir(model_dir)
     module, kind, assets = build_serving_module(source, seq_length, pooling, max_length,
                                                 null_score_threshold)
-    signatures = module.signatures()
-    # The asset files travel in `assets/` (copied by the saver because they are tracked).
-    module.asset_files = {name: tf.saved_model.Asset(path) for name, path in assets.items()}
     with atomic_version_dir(base_dir, version) as (tmp, number):
-        tf.saved_model.save(module, tmp, signatures=signatures)
-        _rename_assets(tmp, assets)
+        write_saved_model(tmp, module.endpoints(), resources=[module.tokenizer])
+        copy_assets(tmp, assets)
         if target:
             from keras_bert.serving.op_audit import check
 
             check(tmp, target)
         inputs = module.warmup_inputs(warmup_texts or WARMUP_TEXTS)
         write_warmup(tmp, [predict_log(model_name, "serving_default", inputs)])
+        with SessionBundle(tmp) as bundle:  # as TF Serving loads it, or no version appears
+            bundle.run("serving_default", inputs)
+        signatures = describe_signatures(read_signature_defs(tmp))
     path = os.path.join(base_dir, str(number))
-    return ExportedModel(path, number, kind, describe_signatures(signatures))
+    return ExportedModel(path, number, kind, signatures)
 
 
-def _rename_assets(export_dir: str, assets: dict[str, str]) -> None:
-    """The saver keeps source file names; make sure the documented names exist."""
+def write_saved_model(path: str, endpoints: dict[str, Endpoint], resources=()) -> None:
+    """Writes `endpoints` (`{signature: (function, input signature)}`) as a SavedModel
+    with `keras.export.ExportArchive`; `resources` are trackables holding TF resources the
+    functions use (the tokenizer's vocabulary table). The variables are those the
+    functions read, each stored once."""
+    archive = keras.export.ExportArchive()
+    for resource in resources:
+        archive.track(resource)
+    for name, (fn, specs) in endpoints.items():
+        archive.add_endpoint(name, fn, input_signature=specs)
+    archive.write_out(path, verbose=False)
+
+
+def copy_assets(export_dir: str, assets: dict[str, str]) -> None:
+    """Copies the files clients and people read (`vocab.txt`, `labels.txt`) into
+    `assets/`; the graph holds both as constants and never opens them."""
     folder = os.path.join(export_dir, "assets")
+    os.makedirs(folder, exist_ok=True)
     for name, source in assets.items():
-        copied = os.path.join(folder, os.path.basename(source))
-        target = os.path.join(folder, name)
-        if os.path.exists(copied) and not os.path.exists(target):
-            tf.io.gfile.copy(copied, target)
+        shutil.copyfile(source, os.path.join(folder, name))
 
 
-def describe_signatures(signatures: dict) -> dict[str, dict[str, list[str]]]:
-    """`{signature: {"inputs": [...], "outputs": [...]}}` of concrete functions."""
-    out = {}
-    for name, fn in signatures.items():
-        inputs = sorted(spec.name for spec in tf.nest.flatten(fn.structured_input_signature))
-        out[name] = {"inputs": inputs, "outputs": sorted(fn.structured_outputs)}
-    return out
+def describe_signatures(signature_defs) -> dict[str, dict[str, list[str]]]:
+    """`{signature: {"inputs": [...], "outputs": [...]}}` of `SignatureDef`s."""
+    return {name: {"inputs": sorted(sig.inputs), "outputs": sorted(sig.outputs)}
+            for name, sig in signature_defs.items()}

@@ -21,96 +21,124 @@ import os
 import tensorflow as tf
 
 from keras_bert.models.encoder import INPUT_NAMES
+from keras_bert.serving.versions import atomic_dir
 from keras_bert.text.packer import BertPacker
 
 _RAGGED_IDS = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1,
                                   row_splits_dtype=tf.int64)
 
 
-class BertPreprocess(tf.Module):
-    """Tokenizer + packer as a TF Hub-style preprocessing module."""
+def save_functions(path: str, functions: dict, signatures: dict, concrete_functions=(),
+                   resources=()) -> None:
+    """Saves `functions` (attribute name -> `tf.function`) and `signatures` as a SavedModel
+    whose variables are exactly those `concrete_functions` read, each stored once (the rule
+    of `keras.export.ExportArchive`, which TF Serving's SaverDef restore needs).
 
-    def __init__(self, tokenizer, default_seq_length: int = 128):
-        super().__init__(name="bert_preprocess")
-        self.tokenizer = tokenizer
-        self.default_seq_length = default_seq_length
-        self._special = tokenizer.special_token_ids
+    ExportArchive itself is not used here because it makes every endpoint a SignatureDef,
+    and a TF Hub-style module also has functions no signature can hold: ragged ids
+    (`tokenize`), one function traced for one and two segments (`bert_pack_inputs`), a
+    list of layer outputs (`encoder_outputs`). `resources`: trackables with TF resources
+    the functions use (the tokenizer's table); `concrete_functions`: the traces whose
+    variables are saved.
+    """
+    root = tf.Module()
+    variables = {}
+    for concrete in concrete_functions:
+        for variable in concrete.variables:
+            variables.setdefault(id(variable), variable)
+    root.saved_variables = list(variables.values())
+    root.resources = list(resources)
+    for name, fn in functions.items():
+        setattr(root, name, fn)
+    tf.saved_model.save(root, path, signatures=signatures)
+
+
+def preprocess_functions(tokenizer, default_seq_length: int = 128) -> dict:
+    """`tokenize`, `bert_pack_inputs` and `__call__` of the preprocess module."""
+    special = tokenizer.special_token_ids
+
+    def pack(segments, seq_length):
+        return BertPacker(seq_length, special["cls"], special["sep"], special["pad"])(
+            list(segments))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def tokenize(self, text):
+    def tokenize(text):
         """`[batch]` strings -> RaggedTensor of wordpiece ids `[batch, (tokens)]`."""
-        return self.tokenizer.tokenize(text).with_row_splits_dtype(tf.int64)
+        return tokenizer.tokenize(text).with_row_splits_dtype(tf.int64)
 
-    def _pack(self, segments, seq_length):
-        ids = self._special
-        return BertPacker(seq_length, ids["cls"], ids["sep"], ids["pad"])(list(segments))
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def __call__(self, text):
-        """`[batch]` strings -> the three id tensors `[batch, default_seq_length]`."""
-        return self._pack([self.tokenize(text)], self.default_seq_length)
-
-
-def _pack_function(module: BertPreprocess):
-    """`bert_pack_inputs(segments, seq_length)`, traced for one and two segments."""
     @tf.function
     def bert_pack_inputs(segments, seq_length):
-        return module._pack(segments, seq_length)
+        """One or two segments of ragged ids -> the three id tensors `[batch, seq_length]`."""
+        return pack(segments, seq_length)
 
     for count in (1, 2):
         bert_pack_inputs.get_concrete_function([_RAGGED_IDS] * count,
                                                tf.TensorSpec([], tf.int32))
-    return bert_pack_inputs
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def call(text):
+        """`[batch]` strings -> the three id tensors `[batch, default_seq_length]`."""
+        return pack([tokenize(text)], default_seq_length)
+
+    return {"tokenize": tokenize, "bert_pack_inputs": bert_pack_inputs, "__call__": call}
 
 
-class BertEncoderExport(tf.Module):
-    """The Keras encoder (and optionally the MLM head) behind TF Hub-style functions."""
+def encoder_functions(encoder, pretrainer=None) -> dict:
+    """`__call__` (all encoder outputs, float32), `serving_default` (without
+    `encoder_outputs`) and, with a pretrainer, `mlm`."""
+    specs = {n: tf.TensorSpec([None, None], tf.int32, name=n) for n in INPUT_NAMES}
 
-    def __init__(self, encoder, pretrainer=None):
-        super().__init__(name="bert_encoder")
-        self.encoder = encoder
-        self.pretrainer = pretrainer
-
-    @tf.function(input_signature=[{n: tf.TensorSpec([None, None], tf.int32, name=n)
-                                   for n in INPUT_NAMES}])
-    def __call__(self, inputs):
-        """The three id tensors -> all encoder outputs (float32)."""
-        out = self.encoder(inputs, training=False)
-        return {"pooled_output": tf.cast(out["pooled_output"], tf.float32),
+    def outputs(inputs):
+        out = encoder(inputs, training=False)
+        pooled = tf.cast(out["pooled_output"], tf.float32)
+        return {"pooled_output": pooled, "default": pooled,
                 "sequence_output": tf.cast(out["sequence_output"], tf.float32),
-                "default": tf.cast(out["pooled_output"], tf.float32),
                 "encoder_outputs": [tf.cast(x, tf.float32) for x in out["encoder_outputs"]]}
 
-
-def _mlm_function(module: BertEncoderExport):
-    specs = {n: tf.TensorSpec([None, None], tf.int32, name=n)
-             for n in (*INPUT_NAMES, "masked_lm_positions")}
-
     @tf.function(input_signature=[specs])
-    def mlm(inputs):
-        return {"mlm_logits": module.pretrainer(inputs, training=False)["mlm_logits"]}
-    return mlm
+    def call(inputs):
+        """The three id tensors -> all encoder outputs (float32)."""
+        return outputs(inputs)
+
+    @tf.function(input_signature=list(specs.values()))
+    def serve(input_word_ids, input_mask, input_type_ids):
+        out = outputs({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                       "input_type_ids": input_type_ids})
+        return {k: v for k, v in out.items() if k != "encoder_outputs"}
+
+    functions = {"__call__": call, "serving_default": serve}
+    if pretrainer is not None:
+        mlm_specs = {**specs, "masked_lm_positions": tf.TensorSpec(
+            [None, None], tf.int32, name="masked_lm_positions")}
+
+        @tf.function(input_signature=[mlm_specs])
+        def mlm(inputs):
+            return {"mlm_logits": tf.cast(pretrainer(inputs, training=False)["mlm_logits"],
+                                          tf.float32)}
+        functions["mlm"] = mlm
+    return functions
 
 
 def export_hub_pair(encoder, tokenizer, out_dir: str, pretrainer=None,
                     default_seq_length: int = 128) -> dict[str, str]:
-    """Writes `out_dir/preprocess` and `out_dir/encoder`; returns their paths."""
+    """Writes `out_dir/preprocess` and `out_dir/encoder` (each atomically: built in a
+    temporary directory, renamed into place; an existing one is never overwritten);
+    returns their paths."""
     paths = {"preprocess": os.path.join(out_dir, "preprocess"),
              "encoder": os.path.join(out_dir, "encoder")}
-    preprocess = BertPreprocess(tokenizer, default_seq_length)
-    preprocess.bert_pack_inputs = _pack_function(preprocess)
-    tf.saved_model.save(preprocess, paths["preprocess"], signatures={
-        "serving_default": preprocess.__call__.get_concrete_function()})
-    encoder_module = BertEncoderExport(encoder, pretrainer)
-    if pretrainer is not None:
-        encoder_module.mlm = _mlm_function(encoder_module)
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name=n)
-                                  for n in INPUT_NAMES])
-    def serve(input_word_ids, input_mask, input_type_ids):
-        out = encoder_module({"input_word_ids": input_word_ids, "input_mask": input_mask,
-                              "input_type_ids": input_type_ids})
-        return {k: v for k, v in out.items() if k != "encoder_outputs"}
-
-    tf.saved_model.save(encoder_module, paths["encoder"],
-                        signatures={"serving_default": serve.get_concrete_function()})
+    for path in paths.values():
+        if os.path.exists(path):
+            raise FileExistsError(f"{path} exists; export to another directory")
+    preprocess = preprocess_functions(tokenizer, default_seq_length)
+    encoder_fns = encoder_functions(encoder, pretrainer)
+    serve = encoder_fns.pop("serving_default")
+    with atomic_dir(paths["preprocess"]) as tmp:
+        # The tokenizer holds no variable: its vocabulary is a constant and a table.
+        save_functions(tmp, preprocess, resources=[tokenizer],
+                       signatures={"serving_default": preprocess["__call__"]
+                                   .get_concrete_function()})
+    with atomic_dir(paths["encoder"]) as tmp:
+        traces = [fn.get_concrete_function() for fn in (*encoder_fns.values(), serve)]
+        save_functions(tmp, encoder_fns, concrete_functions=traces,
+                       signatures={"serving_default": serve.get_concrete_function()})
     return paths

@@ -1,9 +1,11 @@
-"""The model side of the development server: versions under a base directory, loaded with
-`tf.saved_model.load`, validated requests, warmup, and TF Serving's "latest" version policy.
+"""The model side of the development server: versions under a base directory, loaded as TF
+Serving loads them, validated requests, warmup, and TF Serving's "latest" version policy.
 
-Serving needs only TensorFlow and TF Text (imported here: it registers the tokenizer's ops):
-this module uses no Keras or model code (TensorFlow itself imports Keras when it is
-installed; keras_bert adds nothing to that). Transport code (`server.py`, `rest.py`) turns
+Each version is a `SessionBundle` (`keras_bert.serving.session_bundle`): the `serve`
+MetaGraph imported into a Session, variables restored by the SaverDef, signatures run by
+their `signature_def` tensor names; TF Text is present as its kernel libraries only. So
+this server can serve only what TensorFlow Serving can. This module uses no Keras or model
+code. Transport code (`server.py`, `rest.py`) turns
 requests into `name -> np.ndarray` inputs and calls `ServedVersion.run`; every problem a
 client can cause is a `ServingError` carrying the gRPC status code the transports report.
 """
@@ -21,9 +23,9 @@ import time
 import grpc
 import numpy as np
 import tensorflow as tf
-import tensorflow_text  # noqa: F401  (registers the tokenizer's ops, as the model server does)
 
 from keras_bert.serving.batcher import Batcher
+from keras_bert.serving.session_bundle import SessionBundle, load_tf_text_op_libraries
 from keras_bert.serving.versions import existing_versions
 from keras_bert.serving.warmup import WARMUP_FILE
 
@@ -90,15 +92,6 @@ def _shape(tensor_shape) -> tuple:
     return tuple(None if d.size < 0 else int(d.size) for d in tensor_shape.dim)
 
 
-def read_signature_defs(export_dir: str):
-    """The `SignatureDef` map of an export's `saved_model.pb` (what TF Serving reports)."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
-        saved = saved_model_pb2.SavedModel.FromString(f.read())
-    return saved.meta_graphs[0].signature_def
-
-
 def clean_tf_error(message: str) -> str:
     """A TensorFlow runtime error without graph node names, stack traces or op suffixes."""
     keep = []
@@ -113,20 +106,21 @@ def clean_tf_error(message: str) -> str:
 
 
 class ServedVersion:
-    """One loaded version: its SavedModel, signatures and `SignatureDef`s."""
+    """One loaded version: its `SessionBundle`, signatures and `SignatureDef`s."""
 
     def __init__(self, version: int, path: str, max_string_bytes: int = DEFAULT_MAX_STRING_BYTES,
                  batching: dict | None = None):
         self.version = version
         self.path = path
         self.max_string_bytes = max_string_bytes
-        self.signature_defs = read_signature_defs(path)
-        self.loaded = tf.saved_model.load(path)
+        load_tf_text_op_libraries()
+        self.bundle = SessionBundle(path)
+        self.signature_defs = self.bundle.signature_defs
         self.signatures = {}
-        for name, fn in self.loaded.signatures.items():
-            sig_def = self.signature_defs[name]
+        for name, sig_def in self.signature_defs.items():
             inputs = {key: InputSpec(key, tf.dtypes.as_dtype(info.dtype), _shape(info.tensor_shape))
                       for key, info in sig_def.inputs.items()}
+            fn = functools.partial(self.bundle.run, name)
             signature = Signature(name, fn, inputs, sorted(sig_def.outputs))
             if batching is not None and inputs and all(spec.shape for spec in inputs.values()):
                 signature.batcher = Batcher(functools.partial(self._call, signature),
@@ -135,7 +129,8 @@ class ServedVersion:
         self.warmup_requests = 0
 
     def close(self) -> None:
-        """Stops the batchers (requests already queued still finish)."""
+        """Stops the batchers (requests already queued still finish). The session is closed
+        when the last request holding this version lets go of it."""
         for signature in self.signatures.values():
             if signature.batcher is not None:
                 signature.batcher.stop()
@@ -198,13 +193,12 @@ class ServedVersion:
         return {name: value for name, value in outputs.items() if name in keep}
 
     def _call(self, signature: Signature, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        tensors = {name: tf.constant(value, dtype=signature.inputs[name].dtype)
-                   for name, value in inputs.items()}
+        feed = {name: np.asarray(value, dtype=signature.inputs[name].dtype.as_numpy_dtype)
+                for name, value in inputs.items()}
         try:
-            outputs = signature.fn(**tensors)
+            return signature.fn(feed)
         except tf.errors.InvalidArgumentError as e:
             raise invalid(clean_tf_error(e.message)) from None
-        return {name: tensor.numpy() for name, tensor in outputs.items()}
 
 
 def _dtype_of(value: np.ndarray) -> tf.DType:

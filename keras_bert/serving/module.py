@@ -11,6 +11,10 @@ String processing is pinned to the host CPU so a GPU model server runs only the 
 the GPU. Outputs depend on the task (`keras_bert.serving.outputs`); the tagger and span-QA
 exports subclass this module (`tagging.py`, `span_qa.py`) because their text signature
 needs more than the packed ids (word and context offsets).
+
+The module itself is never saved: `endpoints()` gives the functions and input signatures
+that `keras_bert.serving.exporter` hands to `keras.export.ExportArchive`, which stores each
+variable the functions read exactly once, where TF Serving's SaverDef restores it.
 """
 
 from __future__ import annotations
@@ -20,17 +24,14 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.models.encoder import INPUT_NAMES
 from keras_bert.text.packer import BertPacker
 
-IDS_SIGNATURE = {
-    "input_word_ids": tf.TensorSpec([None, None], tf.int32, name="input_word_ids"),
-    "input_mask": tf.TensorSpec([None, None], tf.int32, name="input_mask"),
-    "input_type_ids": tf.TensorSpec([None, None], tf.int32, name="input_type_ids"),
-}
+Endpoint = tuple[Callable, list[tf.TensorSpec]]
 
 
-class ServingModule(tf.Module):
-    """Preprocessing + model + postprocessing, ready for `tf.saved_model.save`.
+class ServingModule:
+    """Preprocessing + model + postprocessing: the functions of one export.
 
     Args:
       model: a Keras model taking the three id tensors (a dict).
@@ -44,8 +45,7 @@ class ServingModule(tf.Module):
     """
 
     def __init__(self, model, tokenizer, outputs_fn: Callable, seq_length: int | None = None,
-                 max_length: int = 128, pair: bool = False, name: str | None = None):
-        super().__init__(name=name)
+                 max_length: int = 128, pair: bool = False):
         self.model = model
         self.tokenizer = tokenizer
         self.outputs_fn = outputs_fn
@@ -68,7 +68,7 @@ class ServingModule(tf.Module):
         outputs = self.model(inputs, training=False)
         return self.outputs_fn(outputs, inputs)
 
-    def text_function(self) -> tf.types.experimental.ConcreteFunction:
+    def text_endpoint(self) -> Endpoint:
         """`serving_default`: `text` (and `text_b`) strings -> the task's outputs.
 
         Subclasses whose text signature differs (tagging, question answering) override it.
@@ -82,7 +82,7 @@ class ServingModule(tf.Module):
         else:
             def serving_default(text):
                 return self.run(self.preprocess(text))
-        return tf.function(serving_default, input_signature=specs).get_concrete_function()
+        return serving_default, specs
 
     def warmup_inputs(self, texts):
         """A `serving_default` request (input name -> `[batch]` strings) made of `texts`, for
@@ -93,21 +93,29 @@ class ServingModule(tf.Module):
             inputs["text_b"] = texts[::-1]
         return inputs
 
-    def ids_function(self) -> tf.types.experimental.ConcreteFunction:
+    def ids_endpoint(self) -> Endpoint:
         """`serve_ids`: the three id tensors -> `run` outputs."""
-        ids = dict(IDS_SIGNATURE)
-        if self.seq_length:
-            ids = {k: tf.TensorSpec([None, self.seq_length], tf.int32, name=k)
-                   for k in IDS_SIGNATURE}
+        length = self.seq_length or None
+        specs = [tf.TensorSpec([None, length], tf.int32, name=name) for name in INPUT_NAMES]
 
         def serve_ids(input_word_ids, input_mask, input_type_ids):
             return self.run({"input_word_ids": input_word_ids, "input_mask": input_mask,
                              "input_type_ids": input_type_ids})
+        return serve_ids, specs
 
-        serve_ids = tf.function(serve_ids, input_signature=[
-            ids["input_word_ids"], ids["input_mask"], ids["input_type_ids"]])
-        return serve_ids.get_concrete_function()
+    def endpoints(self) -> dict[str, Endpoint]:
+        """`{signature name: (function, input signature)}` of the export."""
+        return {"serving_default": self.text_endpoint(), "serve_ids": self.ids_endpoint()}
 
-    def signatures(self) -> dict:
-        """The concrete functions to export, by signature name."""
-        return {"serving_default": self.text_function(), "serve_ids": self.ids_function()}
+    def text_function(self) -> tf.types.experimental.ConcreteFunction:
+        """`serving_default` traced in this process (what the export holds)."""
+        return _concrete(*self.text_endpoint())
+
+    def ids_function(self) -> tf.types.experimental.ConcreteFunction:
+        """`serve_ids` traced in this process (what the export holds)."""
+        return _concrete(*self.ids_endpoint())
+
+
+def _concrete(fn, specs):
+    # autograph=False, as keras.export.ExportArchive traces endpoints.
+    return tf.function(fn, input_signature=specs, autograph=False).get_concrete_function()

@@ -8,9 +8,11 @@ AVAILABLE) over
   `ModelService.GetModelStatus`, on the servicers `tensorflow-serving-api` generates;
 - REST: TF Serving's `/v1/models/...` API (see `keras_bert.serving.rest`).
 
-It loads exports with `tf.saved_model.load` (TensorFlow + TF Text) and is meant for local
-development and tests; production runs the official `tensorflow/serving` images (see
-`export/README.md`).
+It loads each version as TF Serving does (a Session-based `SavedModelBundle`: SaverDef
+restore, `signature_def` tensors, TF Text as kernel libraries only; see
+`keras_bert.serving.model_store`), so it serves only what TensorFlow Serving can. It is a
+development server for local work and tests; production runs the official
+`tensorflow/serving` images (see `export/README.md`).
 """
 
 from __future__ import annotations

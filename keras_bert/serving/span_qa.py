@@ -104,7 +104,7 @@ class SpanQAServingModule(ServingModule):
     def __init__(self, model, tokenizer, seq_length: int | None = None, max_length: int = 384,
                  max_query_length: int = 64, doc_stride: int = 128,
                  allow_no_answer: bool = False, null_score_threshold: float = 0.0,
-                 n_best: int = 20, max_answer_length: int = 30, name: str | None = None):
+                 n_best: int = 20, max_answer_length: int = 30):
         length = seq_length or max_length
         if length < max_query_length + 4:
             raise ValueError(f"sequence length {length} must leave room for the question "
@@ -115,7 +115,7 @@ class SpanQAServingModule(ServingModule):
                              allow_no_answer=bool(allow_no_answer),
                              null_score_threshold=float(null_score_threshold))
         super().__init__(model, tokenizer, self._ids_outputs, seq_length=seq_length,
-                         max_length=max_length, pair=True, name=name)
+                         max_length=max_length, pair=True)
         self.max_query_length = int(max_query_length)
         self.doc_stride = int(doc_stride)
 
@@ -200,8 +200,7 @@ class SpanQAServingModule(ServingModule):
         return {"question": np.array(["Who reads?"] * len(texts), dtype=object),
                 "context": texts}
 
-    def text_function(self):
+    def text_endpoint(self):
         """`serving_default`: `question`, `context` -> `answer`, `start`, `end`, `score`."""
-        return tf.function(self.answer, autograph=False, input_signature=[
-            tf.TensorSpec([None], tf.string, name="question"),
-            tf.TensorSpec([None], tf.string, name="context")]).get_concrete_function()
+        return self.answer, [tf.TensorSpec([None], tf.string, name="question"),
+                             tf.TensorSpec([None], tf.string, name="context")]

@@ -49,9 +49,9 @@ class TaggerServingModule(ServingModule):
     """
 
     def __init__(self, model, tokenizer, label_names: list[str], seq_length: int | None = None,
-                 max_length: int = 128, name: str | None = None):
+                 max_length: int = 128):
         super().__init__(model, tokenizer, token_label_outputs(list(label_names)),
-                         seq_length=seq_length, max_length=max_length, name=name)
+                         seq_length=seq_length, max_length=max_length)
         self.label_names = list(label_names)
 
     def words(self, text) -> dict:
@@ -119,7 +119,6 @@ class TaggerServingModule(ServingModule):
                     "num_words": tf.cast(words["row_splits"][1:] - words["row_splits"][:-1],
                                          tf.int32)}
 
-    def text_function(self):
+    def text_endpoint(self):
         """`serving_default`: `text` -> word-level labels."""
-        return tf.function(self.tag, autograph=False, input_signature=[
-            tf.TensorSpec([None], tf.string, name="text")]).get_concrete_function()
+        return self.tag, [tf.TensorSpec([None], tf.string, name="text")]

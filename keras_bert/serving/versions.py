@@ -42,9 +42,21 @@ def atomic_version_dir(base_dir: str, version: int | None = None):
     if os.path.exists(final):
         raise FileExistsError(f"{final} exists; pick another --version (next free: "
                               f"{next_version(base_dir)})")
-    tmp = os.path.join(base_dir, f".tmp-{version}-{uuid.uuid4().hex[:8]}")
-    try:
+    with atomic_dir(final) as tmp:
         yield tmp, version
+
+
+@contextlib.contextmanager
+def atomic_dir(final: str):
+    """Yields a hidden temporary directory beside `final`; on success it is renamed to
+    `final` (which must not exist), on an exception removed."""
+    if os.path.exists(final):
+        raise FileExistsError(f"{final} exists; it is never overwritten")
+    parent, name = os.path.split(os.path.abspath(final))
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".tmp-{name}-{uuid.uuid4().hex[:8]}")
+    try:
+        yield tmp
         os.rename(tmp, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -360,8 +360,9 @@ class BertTokenizer(tf.Module):
         # Input byte length of every character (up to the next one or the end of string).
         row_len = tf.cast(tf.strings.length(strings), tf.int64)
         next_start = tf.concat([char_starts[1:], tf.zeros([1], tf.int64)], 0)[:n_chars]
-        is_last = tf.scatter_nd(
-            (char_splits[1:] - 1)[:, None], tf.ones_like(char_splits[1:], tf.bool), [n_chars])
+        # The last character of each non-empty row (an empty first row would index -1).
+        last = tf.boolean_mask(char_splits[1:] - 1, char_splits[1:] > char_splits[:-1])
+        is_last = tf.scatter_nd(last[:, None], tf.ones_like(last, tf.bool), [n_chars])
         char_ends = tf.where(is_last, tf.gather(row_len, row_ids), next_start)
         # Global cumulative positions in the normalised text, per row then across rows.
         cum = tf.cumsum(norm_len)

@@ -3,40 +3,46 @@ and running a signature in a fresh TensorFlow-only process."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 
 import keras
-import numpy as np
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import save_model_dir
 from keras_bert.checkpoints.task_dir import build_task_model, save_task_model
 from keras_bert.tasks.labels import LabelVocab
+from tests.serving.run_session_bundle import load_arrays, save_arrays
 
 WORDS = ("the a cat dog sat on mat call me ishmael state of union is strong bert reads whole "
          "sentence at once in both directions . , ! ? - who where capital paris rome ahab "
          "smith sailed to sea what").split()
 
 
-def make_tiny_model_dir(path, seed: int = 0, max_position_embeddings: int = 64) -> str:
-    """A random encoder with a small vocab, as a keras_bert model dir (initialised from
-    `seed`, so two seeds give two different models)."""
+def make_tiny_model_dir(path, seed: int = 0, max_position_embeddings: int = 64,
+                        vocab_file: str | None = None) -> str:
+    """A random encoder, as a keras_bert model dir (initialised from `seed`, so two seeds
+    give two different models), with a small vocab or the uncased `vocab_file` given."""
     keras.utils.set_random_seed(seed)
     os.makedirs(path, exist_ok=True)
-    vocab = os.path.join(path, "vocab-source.txt")
-    with open(vocab, "w", encoding="utf-8") as f:
-        f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
-    config = BertConfig(vocab_size=5 + len(WORDS), hidden_size=32, num_layers=2, num_heads=4,
+    vocab = vocab_file or os.path.join(path, "vocab-source.txt")
+    if vocab_file is None:
+        with open(vocab, "w", encoding="utf-8") as f:
+            f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    with open(vocab, encoding="utf-8") as f:
+        vocab_size = sum(1 for _ in f)
+    config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_layers=2, num_heads=4,
                         intermediate_size=64, max_position_embeddings=max_position_embeddings)
     return save_model_dir(BertEncoder(config), os.path.join(path, "model"), vocab,
                           lower_case=True).path
 
 
-def make_tiny_task_dir(path, task: dict, labels: list[str] | None = None, seed: int = 0) -> str:
+def make_tiny_task_dir(path, task: dict, labels: list[str] | None = None, seed: int = 0,
+                       vocab_file: str | None = None) -> str:
     """A tiny fine-tuned model directory of `task["kind"]` with a random head."""
-    source = make_tiny_model_dir(os.path.join(path, "base"), seed)
+    source = make_tiny_model_dir(os.path.join(path, "base"), seed, vocab_file=vocab_file)
     from keras_bert.checkpoints import load_model_dir
 
     base = load_model_dir(source)
@@ -49,17 +55,37 @@ def make_tiny_task_dir(path, task: dict, labels: list[str] | None = None, seed: 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_fresh(export_dir, signature, inputs, tmp_path):
-    """Outputs of `signature` computed by tests/serving/load_in_fresh_process.py (a process
-    that imports only TensorFlow and TF Text)."""
-    inputs_path, out_path = tmp_path / "in.npz", tmp_path / "out.npz"
-    np.savez(inputs_path, **inputs)
+def run_session_jobs(python: str, jobs: list[dict], workdir) -> str:
+    """Runs `jobs` (see tests/serving/run_session_bundle.py) with the interpreter `python`;
+    returns what the script printed."""
+    manifest = os.path.join(str(workdir), "jobs.json")
+    with open(manifest, "w", encoding="utf-8") as f:
+        json.dump(jobs, f)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("PYTHONPATH", None)
-    done = subprocess.run([sys.executable, os.path.join(HERE, "load_in_fresh_process.py"),
-                           export_dir, signature, str(inputs_path), str(out_path)],
-                          cwd=str(tmp_path), env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([python, os.path.join(HERE, "run_session_bundle.py"), manifest],
+                          cwd=str(workdir), env=env, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    with np.load(out_path, allow_pickle=True) as data:  # string outputs: object arrays
-        return {name: data[name] for name in data.files}
+    return done.stdout
+
+
+def read_outputs(path: str) -> dict:
+    """A job's outputs (name -> array), or `{"error": message}` if the signature refused."""
+    if os.path.exists(path + ".error"):
+        with open(path + ".error", encoding="utf-8") as f:
+            return {"error": f.read()}
+    return load_arrays(path)
+
+
+def run_fresh(export_dir, signature, inputs, tmp_path):
+    """Outputs of `signature` of `export_dir` loaded as TF Serving loads it (Session +
+    SaverDef, TF Text as kernel libraries) in a fresh process without keras_bert."""
+    inputs_path, out_path = tmp_path / "in.npz", str(tmp_path / "out.npz")
+    save_arrays(str(inputs_path), inputs)
+    run_session_jobs(sys.executable, [{"export": str(export_dir), "signature": signature,
+                                       "inputs": str(inputs_path), "outputs": out_path}],
+                     tmp_path)
+    outputs = read_outputs(out_path)
+    assert "error" not in outputs, outputs
+    return outputs

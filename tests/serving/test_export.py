@@ -67,7 +67,8 @@ def test_fresh_process_reproduces_the_keras_model(exported, model_dir, tmp_path)
     inputs = embedder.packer([embedder.tokenizer.tokenize(TEXTS)])
     by_ids = run_fresh(exported.path, "serve_ids",
                        {k: v.numpy() for k, v in inputs.items()}, tmp_path)
-    np.testing.assert_allclose(by_ids["embedding"], got["embedding"], atol=1e-6)
+    # (Grappler optimises each signature's graph on its own: float sums may reorder.)
+    np.testing.assert_allclose(by_ids["embedding"], got["embedding"], atol=1e-5)
 
 
 def test_versions_are_atomic_and_never_overwritten(model_dir, tmp_path):

@@ -303,7 +303,7 @@ def test_graph_errors_reach_the_client_without_node_names(clients, expected):
 
 
 def test_internal_errors_are_logged_not_sent(server, clients, expected, monkeypatch, caplog):
-    def broken(**inputs):
+    def broken(inputs):
         raise RuntimeError("secret detail")
 
     monkeypatch.setattr(server.store.current.signatures["serving_default"], "fn", broken)

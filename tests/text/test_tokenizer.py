@@ -329,6 +329,15 @@ def test_offsets_with_invalid_bytes(uncased):
     assert spans == [b"caf\xc3\xa9", b"x", b"y"]
 
 
+
+def test_offsets_with_empty_rows_first(uncased):
+    # Regression: an empty FIRST row made the last-character scatter index -1 and failed.
+    tokenizer, _ = uncased
+    texts = ["", "   ", "Café x", ""]
+    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(texts))
+    assert ids.to_list() == [[], [], tokenizer.tokenize(["Café x"]).to_list()[0], []]
+    assert starts.to_list()[2] == [0, 6] and ends.to_list()[2] == [5, 7]
+
 # ------------------------------------------------------------------------- special tokens
 def test_preserve_special_tokens(uncased_vocab):
     tokenizer = BertTokenizer(uncased_vocab, lower_case=True, preserve_special_tokens=True)

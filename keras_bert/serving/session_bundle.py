@@ -1,0 +1,118 @@
+"""A SavedModel loaded the way TensorFlow Serving loads it: a `SavedModelBundle`.
+
+TF Serving's C++ server imports the MetaGraph tagged `serve` into a Session, runs the
+SaverDef's restore op on `variables/`, runs the main (init) op, then feeds and fetches the
+tensors named by each `signature_def`. `tf.compat.v1.saved_model.loader.load` is the same
+loader in Python; `SessionBundle` wraps it and runs signatures by their tensor names. An
+export that only the object-based loader (`tf.saved_model.load`) can run fails here, as it
+would in the model server ("Could not find variable ...").
+
+This file imports nothing but TensorFlow and the standard library, so that a virtual
+environment holding only `tensorflow` (and TF Text's op libraries, see
+`load_tf_text_op_libraries`) can run it by path, as the runtime-matrix tests do.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+
+import numpy as np
+import tensorflow as tf
+
+SERVE_TAG = "serve"
+
+
+def tf_text_op_library_paths() -> list[str]:
+    """The TF Text kernel libraries (`tensorflow_text/python/ops/*.so`) of this environment,
+    found without importing the `tensorflow_text` Python package."""
+    spec = importlib.util.find_spec("tensorflow_text")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("tensorflow-text is not installed in this environment")
+    folder = os.path.join(list(spec.submodule_search_locations)[0], "python", "ops")
+    return sorted(glob.glob(os.path.join(folder, "*.so")))
+
+
+_loaded_libraries: set[str] = set()
+
+
+def load_tf_text_op_libraries() -> list[str]:
+    """Registers TF Text's kernels with `tf.load_op_library`, as the model server links them
+    (no TF Text Python code runs). Returns the libraries loaded; idempotent."""
+    paths = tf_text_op_library_paths()
+    for path in paths:
+        if path not in _loaded_libraries:
+            tf.load_op_library(path)
+            _loaded_libraries.add(path)
+    return paths
+
+
+def read_signature_defs(export_dir: str) -> dict:
+    """The public `SignatureDef`s of an export's `serve` MetaGraph (what TF Serving reports
+    in `GetModelMetadata`), read from `saved_model.pb` without loading the model."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+        saved = saved_model_pb2.SavedModel.FromString(f.read())
+    for meta_graph in saved.meta_graphs:
+        if SERVE_TAG in meta_graph.meta_info_def.tags:
+            return {name: sig for name, sig in meta_graph.signature_def.items()
+                    if not name.startswith("__")}
+    raise ValueError(f"{export_dir} has no MetaGraph tagged {SERVE_TAG!r}")
+
+
+class SessionBundle:
+    """One SavedModel version restored into its own `tf.Graph` and `tf.compat.v1.Session`.
+
+    `signature_defs` maps signature names to their `SignatureDef`s (what TF Serving reports
+    in `GetModelMetadata`); `run(name, inputs)` feeds `inputs` (input key -> array) and
+    returns every output (output key -> array). `Session.run` is thread-safe, so concurrent
+    requests may share one bundle.
+    """
+
+    def __init__(self, export_dir: str, tags: tuple[str, ...] = (SERVE_TAG,),
+                 config: tf.compat.v1.ConfigProto | None = None):
+        self.export_dir = export_dir
+        self.graph = tf.Graph()
+        self.session = tf.compat.v1.Session(graph=self.graph, config=config)
+        try:
+            with self.graph.as_default():
+                meta_graph = tf.compat.v1.saved_model.loader.load(
+                    self.session, list(tags), export_dir)
+        except Exception:
+            self.session.close()
+            raise
+        self.signature_defs = {name: sig for name, sig in meta_graph.signature_def.items()
+                               if not name.startswith("__")}
+
+    def signature_def(self, name: str):
+        """The `SignatureDef` called `name`; KeyError naming the ones there are."""
+        if name not in self.signature_defs:
+            raise KeyError(f"signature {name!r} not in {self.export_dir}; it has: "
+                           f"{', '.join(sorted(self.signature_defs))}")
+        return self.signature_defs[name]
+
+    def run(self, name: str, inputs: dict, output_keys=None) -> dict[str, np.ndarray]:
+        """Runs signature `name` on `inputs` (input key -> array-like); returns the outputs
+        named by `output_keys` (default: all), by output key."""
+        signature = self.signature_def(name)
+        missing = sorted(set(signature.inputs) - set(inputs))
+        extra = sorted(set(inputs) - set(signature.inputs))
+        if missing or extra:
+            raise KeyError(f"signature {name!r} takes {sorted(signature.inputs)}; "
+                           f"missing {missing}, unexpected {extra}")
+        feed = {signature.inputs[key].name: value for key, value in inputs.items()}
+        keys = list(output_keys) if output_keys else sorted(signature.outputs)
+        fetches = {key: signature.outputs[key].name for key in keys}
+        return self.session.run(fetches, feed_dict=feed)
+
+    def close(self) -> None:
+        """Releases the session (and its variables)."""
+        self.session.close()
+
+    def __enter__(self) -> SessionBundle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

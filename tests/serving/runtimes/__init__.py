@@ -1,0 +1,59 @@
+"""The TensorFlow runtimes of TF Serving releases, as virtual environments for the tests.
+
+| runtime | what it stands for |
+| --- | --- |
+| `tensorflow-2.20.0` (+ tensorflow-text 2.20.0) | what TF Serving 2.20 links |
+| `tensorflow-2.12.1` (+ tensorflow-text 2.12.1) | the TF Text of TF Serving 2.13 - 2.19 |
+
+Each environment holds only `tensorflow`, `tensorflow-text` and their dependencies, pinned by
+`tensorflow-X.txt` beside this file (nothing of keras_bert is installed there). It is made
+once, under `$KERAS_BERT_RUNTIMES` (default `~/.cache/keras_bert/runtimes`), and reused by
+later runs; a file lock lets concurrent test processes share it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# runtime name -> (tensorflow, tensorflow-text)
+RUNTIMES = {"tensorflow-2.20.0": ("2.20.0", "2.20.0"),
+            "tensorflow-2.12.1": ("2.12.1", "2.12.1")}
+
+
+def cache_dir() -> str:
+    """Where the environments live."""
+    return os.environ.get("KERAS_BERT_RUNTIMES",
+                          os.path.join(os.path.expanduser("~"), ".cache", "keras_bert",
+                                       "runtimes"))
+
+
+def runtime_python(name: str) -> str:
+    """The interpreter of runtime `name`, creating its environment on first use."""
+    tf_version, text_version = RUNTIMES[name]
+    folder = os.path.join(cache_dir(), name)
+    python = os.path.join(folder, "bin", "python")
+    done = os.path.join(folder, ".complete")
+    os.makedirs(cache_dir(), exist_ok=True)
+    with open(folder + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(done):
+            shutil.rmtree(folder, ignore_errors=True)
+            base = getattr(sys, "_base_executable", sys.executable)
+            subprocess.run([base, "-m", "venv", folder], check=True)
+            subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                            "-c", os.path.join(HERE, f"{name}.txt"),
+                            f"tensorflow=={tf_version}", f"tensorflow-text=={text_version}"],
+                           check=True, timeout=1800)
+            found = subprocess.run(
+                [python, "-c", "import tensorflow as tf; print(tf.__version__)"],
+                check=True, capture_output=True, text=True,
+                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")).stdout.split()[-1]
+            if found != tf_version:
+                raise RuntimeError(f"{folder} has tensorflow {found}, not {tf_version}")
+            open(done, "w").close()
+    return python

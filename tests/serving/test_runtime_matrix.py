@@ -1,0 +1,187 @@
+"""Every export kind, loaded as TensorFlow Serving loads it, in the runtimes TF Serving links.
+
+Each export is restored through the Session-based SavedModel loader (SaverDef restore, then
+the `signature_def` tensors; `tests/serving/run_session_bundle.py`) with TF Text present only
+as its kernel libraries, in three runtimes: this environment (TF 2.21), TF 2.20.0 + TF Text
+2.20.0 (TF Serving 2.20) and TF 2.12.1 + TF Text 2.12.1 (the TF Text of TF Serving
+2.13-2.19), the last two in virtual environments holding nothing else
+(`tests/serving/runtimes`). Every output is compared with the in-process result on the same
+strings (hard cases and real text): floats within 1e-5, strings, ids and labels identical.
+
+Before exports were written with `keras.export.ExportArchive`, every kind with weights
+failed here with "Could not find variable ..." (tensorflow/serving#2250).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.checkpoints import load_model_dir
+from keras_bert.serving.exporter import build_serving_module, export_model
+from keras_bert.serving.hub import export_hub_pair
+from tests.reference import minilm_dir
+from tests.serving.helpers import (
+    make_tiny_model_dir,
+    make_tiny_task_dir,
+    read_outputs,
+    run_session_jobs,
+)
+from tests.serving.run_session_bundle import save_arrays
+from tests.serving.runtimes import RUNTIMES, runtime_python
+
+pytestmark = pytest.mark.slow
+
+CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+                      "keras_bert", "data", "corpus", "moby_dick.txt")
+HARD = ["", "   \t\n ", "call me ishmael. " * 313,  # 5,008 characters
+        "Naïve café owners ate crème brûlée. ÀÉÎÕÜ", "北京是中国的首都。東京タワー",
+        "the whale 🐳 and the cat 😀 sat", "zero\u200bwidth\u200d joiner\ufeff here",
+        b"invalid \xff\xfe utf-8 \xc3 bytes".decode("utf-8", "surrogateescape")]
+
+
+def _real_lines(count: int = 12) -> list[str]:
+    with open(CORPUS, encoding="utf-8") as f:
+        lines = [line.strip() for line in f if len(line.split()) > 3]
+    return [line[:600] for line in lines[:count]]
+
+
+def _as_bytes(texts) -> np.ndarray:
+    return np.array([t.encode("utf-8", "surrogateescape") for t in texts], dtype=object)
+
+
+TEXTS = _as_bytes(HARD + _real_lines())
+TASKS = {  # export name -> (task block, labels, export options)
+    "classify": ({"kind": "classify", "seq_length": 32}, ["neg", "pos", "plot"], {}),
+    "pair_classify": ({"kind": "classify", "seq_length": 32, "pair": True},
+                      ["entail", "neutral", "contradict"], {}),
+    "regress": ({"kind": "regress", "seq_length": 32}, None, {}),
+    "tag": ({"kind": "tag", "seq_length": 24, "num_classes": 3}, ["B-PER", "I-PER", "O"], {}),
+    "span_qa": ({"kind": "squad", "seq_length": 48, "max_query_length": 12, "doc_stride": 16,
+                 "version_2": True}, None, {}),
+    "embed": (None, None, {}),
+    "embed_static": (None, None, {"seq_length": 16}),
+}
+
+
+def _text_inputs(kind_task: dict | None) -> dict:
+    kind = (kind_task or {}).get("kind")
+    if kind == "squad":
+        return {"question": TEXTS[::-1].copy(), "context": TEXTS}
+    if kind_task and kind_task.get("pair"):
+        return {"text": TEXTS, "text_b": TEXTS[::-1].copy()}
+    return {"text": TEXTS}
+
+
+def _numpy(outputs: dict) -> dict:
+    return {name: np.asarray(value) for name, value in outputs.items()}
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """`{name: [(export dir, signature, inputs, in-process outputs, float weights bytes)]}`."""
+    root = tmp_path_factory.mktemp("matrix")
+    vocab = os.path.join(minilm_dir(), "vocab.txt")  # real WordPiece on real text
+    cases = {}
+    for name, (task, labels, options) in TASKS.items():
+        if task is None:
+            model_dir = make_tiny_model_dir(root / name, vocab_file=vocab)
+        else:
+            model_dir = make_tiny_task_dir(root / name, task, labels, vocab_file=vocab)
+        exported = export_model(model_dir, str(root / name / "export"), **options)
+        module, _, _ = build_serving_module(load_model_dir(model_dir),
+                                            options.get("seq_length"))
+        text_inputs = _text_inputs(task)
+        packed = module.preprocess(*[tf.constant(v) for v in text_inputs.values()])
+        ids_inputs = {k: v.numpy() for k, v in packed.items()}
+        cases[name] = [
+            (exported.path, "serving_default", text_inputs,
+             _numpy(module.text_function()(**{k: tf.constant(v)
+                                              for k, v in text_inputs.items()}))),
+            (exported.path, "serve_ids", ids_inputs,
+             _numpy(module.ids_function()(**{k: tf.constant(v)
+                                            for k, v in ids_inputs.items()}))),
+        ]
+        cases[name + "_weights"] = sum(int(np.prod(w.shape)) * 4 for w in module.model.weights)
+    base = load_model_dir(make_tiny_model_dir(root / "hub_base", vocab_file=vocab))
+    encoder, tokenizer = base.load_encoder(), base.tokenizer()
+    paths = export_hub_pair(encoder, tokenizer, str(root / "hub"), default_seq_length=32)
+    packed = {k: v.numpy() for k, v in
+              tf.saved_model.load(paths["preprocess"])(tf.constant(TEXTS)).items()}
+    from keras_bert.text.packer import BertPacker
+
+    ids = tokenizer.special_token_ids
+    want_packed = BertPacker(32, ids["cls"], ids["sep"], ids["pad"])(
+        [tokenizer.tokenize(tf.constant(TEXTS))])
+    out = encoder({k: tf.constant(v) for k, v in packed.items()}, training=False)
+    cases["hub"] = [
+        (paths["preprocess"], "serving_default", {"text": TEXTS},
+         {k: v.numpy() for k, v in want_packed.items()}),
+        (paths["encoder"], "serving_default", packed,
+         {"pooled_output": out["pooled_output"].numpy(), "default": out["pooled_output"].numpy(),
+          "sequence_output": out["sequence_output"].numpy()}),
+    ]
+    return cases
+
+
+def _run_runtime(python: str, exports, workdir) -> dict:
+    jobs, where = [], {}
+    for name, cases in exports.items():
+        if name.endswith("_weights"):
+            continue
+        for index, (path, signature, inputs, _) in enumerate(cases):
+            stem = os.path.join(str(workdir), f"{name}-{index}")
+            save_arrays(stem + "-in.npz", inputs)
+            jobs.append({"export": path, "signature": signature, "inputs": stem + "-in.npz",
+                         "outputs": stem + "-out.npz"})
+            where[(name, index)] = stem + "-out.npz"
+    printed = run_session_jobs(python, jobs, workdir)
+    return {"printed": printed,
+            "outputs": {key: read_outputs(path) for key, path in where.items()}}
+
+
+@pytest.fixture(scope="module", params=["this", *RUNTIMES])
+def runtime(request, exports, tmp_path_factory):
+    """The outputs of every export job in one runtime (one process per runtime)."""
+    python = sys.executable if request.param == "this" else runtime_python(request.param)
+    result = _run_runtime(python, exports, tmp_path_factory.mktemp(request.param))
+    return request.param, result
+
+
+def _assert_same(got: dict, want: dict, what: str) -> None:
+    assert "error" not in got, f"{what}: {got.get('error')}"
+    assert sorted(got) == sorted(want), what
+    for key, expected in want.items():
+        value = got[key]
+        assert value.shape == expected.shape, f"{what} {key}: {value.shape} != {expected.shape}"
+        if expected.dtype.kind == "f":
+            np.testing.assert_allclose(value, expected, rtol=0, atol=1e-5,
+                                       err_msg=f"{what} {key}")
+        else:
+            np.testing.assert_array_equal(value, expected, err_msg=f"{what} {key}")
+
+
+@pytest.mark.parametrize("name", [*TASKS, "hub"])
+def test_export_answers_as_in_process(runtime, exports, name):
+    runtime_name, result = runtime
+    if runtime_name != "this":
+        version = RUNTIMES[runtime_name][0]
+        assert f"tensorflow {version}:" in result["printed"]
+    for index, (_, signature, _, want) in enumerate(exports[name]):
+        got = result["outputs"][(name, index)]
+        _assert_same(got, want, f"{runtime_name} {name} {signature}")
+
+
+@pytest.mark.parametrize("name", list(TASKS))
+def test_each_variable_is_stored_once(exports, name):
+    path = exports[name][0][0]
+    reader = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
+    shapes = reader.get_variable_to_shape_map()
+    dtypes = reader.get_variable_to_dtype_map()
+    stored = sum(int(np.prod(shape)) * dtypes[key].size for key, shape in shapes.items()
+                 if key != "_CHECKPOINTABLE_OBJECT_GRAPH")
+    assert stored == exports[name + "_weights"]
