@@ -24,6 +24,10 @@ Targets (`TARGETS`) name the model servers an export must load in:
 - `tf-2.12`: Python TensorFlow 2.12.1 with TF Text 2.12.1 (the oldest pairing that has
   every TF Text op of the default target), e.g. loading an export in an older trainer.
 
+The audit compares op NAMES only. A kernel missing for an op's dtype or device, or a
+variable the SaverDef does not restore, shows only when a runtime loads and runs the graph:
+`keras_bert.serving.runtime_check` (`keras-bert audit --runtime PYTHON`) does that.
+
 A target may also be given as op-list file path(s) (their union is one release) or as a
 `Target`. Ops that need the Python interpreter (`tf.py_function`, `tf.numpy_function`)
 are registered by every core but no model server has their kernels: they always fail.
@@ -135,8 +139,9 @@ class AuditReport:
     def message(self) -> str:
         """One line per missing op, naming its functions and where it is registered."""
         if self.ok:
-            return (f"{self.source}: all {len(self.ops)} ops are registered by "
-                    f"{self.target.description} (target {self.target.name})")
+            return (f"{self.source}: all {len(self.ops)} op names are in the op registries of "
+                    f"{self.target.description} (target {self.target.name}; names only: "
+                    "kernels and variable restore show only in a runtime load, --runtime)")
         lines = [f"{self.source} uses {len(self.missing)} op(s) that {self.target.description}"
                  f" (target {self.target.name}) cannot run; a model server refuses a graph "
                  "with an op it does not register (\"Op type not registered\"):"]

@@ -116,3 +116,55 @@ class SessionBundle:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def sample_inputs(signature_def, texts=("Call me Ishmael.", "")) -> dict[str, np.ndarray]:
+    """Inputs for a signature made from its `SignatureDef` alone: `texts` for strings, ones
+    for integers (valid ids, mask and segment), zeros for floats; unknown dimensions are 2
+    (batch) or 8."""
+    inputs = {}
+    for key, info in signature_def.inputs.items():
+        dtype = tf.dtypes.as_dtype(info.dtype)
+        dims = [d.size for d in info.tensor_shape.dim]
+        shape = [len(texts) if i == 0 and d < 0 else (8 if d < 0 else d)
+                 for i, d in enumerate(dims)]
+        if dtype == tf.string:
+            values = np.resize(np.array([t.encode("utf-8") for t in texts], dtype=object),
+                               shape)
+        elif dtype.is_integer or dtype.is_bool:
+            values = np.ones(shape, dtype.as_numpy_dtype)
+        else:
+            values = np.zeros(shape, dtype.as_numpy_dtype)
+        inputs[key] = values
+    return inputs
+
+
+def probe(export_dir: str) -> dict:
+    """Loads `export_dir` as TF Serving does and runs every signature on `sample_inputs`.
+
+    Returns `{"tensorflow": version, "load_error": message or None,
+    "signatures": {name: error message or None}}`.
+    """
+    result = {"tensorflow": tf.__version__, "load_error": None, "signatures": {}}
+    try:
+        load_tf_text_op_libraries()
+        bundle = SessionBundle(export_dir)
+    except Exception as e:  # noqa: BLE001 - every load failure is the report
+        result["load_error"] = f"{type(e).__name__}: {e}"
+        return result
+    with bundle:
+        for name, signature in sorted(bundle.signature_defs.items()):
+            try:
+                bundle.run(name, sample_inputs(signature))
+                result["signatures"][name] = None
+            except Exception as e:  # noqa: BLE001
+                result["signatures"][name] = f"{type(e).__name__}: {e}"
+    return result
+
+
+if __name__ == "__main__":
+    # python session_bundle.py EXPORT_DIR: the `probe` of an export, as one JSON line.
+    import json
+    import sys
+
+    print(json.dumps(probe(sys.argv[1])))

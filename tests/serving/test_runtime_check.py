@@ -1,0 +1,96 @@
+"""`keras_bert.serving.runtime_check` and `keras-bert audit --runtime`: loading an export in a
+real TensorFlow runtime finds what the op-name audit cannot (variables that do not restore,
+kernels missing for a dtype)."""
+
+import json
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.cli import main
+from keras_bert.serving.op_audit import audit
+from keras_bert.serving.runtime_check import check_in_runtime, missing_ops_in
+from keras_bert.serving.session_bundle import SessionBundle, sample_inputs
+from tests.serving.runtimes import runtime_python
+
+
+class _KerasInModule(tf.Module):
+    """The export pattern TF Serving cannot restore (tensorflow/serving#2250): a Keras 3
+    model held by a `tf.Module` and saved with `tf.saved_model.save`."""
+
+    def __init__(self):
+        super().__init__()
+        self.model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+    def serve(self, x):
+        return {"y": self.model(x)}
+
+
+class _HalfCholesky(tf.Module):
+    """`Cholesky` is a registered op, but no kernel takes float16."""
+
+    @tf.function(input_signature=[tf.TensorSpec([2, 2], tf.float16, name="m")])
+    def serve(self, m):
+        return {"l": tf.linalg.cholesky(m + tf.eye(2, dtype=tf.float16))}
+
+
+@pytest.fixture(scope="module")
+def broken_exports(tmp_path_factory):
+    root = tmp_path_factory.mktemp("broken")
+    paths = {}
+    for name, module in [("keras_in_module", _KerasInModule()), ("half", _HalfCholesky())]:
+        paths[name] = str(root / name)
+        tf.saved_model.save(module, paths[name], signatures={"serving_default": module.serve})
+    return paths
+
+
+def test_sample_inputs_follow_the_signature(broken_exports):
+    with SessionBundle(broken_exports["half"]) as bundle:
+        inputs = sample_inputs(bundle.signature_def("serving_default"))
+    assert inputs["m"].shape == (2, 2) and inputs["m"].dtype == np.float16
+
+
+def test_variables_that_do_not_restore_are_reported(broken_exports, capsys):
+    path = broken_exports["keras_in_module"]
+    assert audit(path).ok  # op names alone cannot see it
+    report = check_in_runtime(path)
+    assert not report.ok and report.load_error is None
+    assert "Could not find variable" in report.signature_errors["serving_default"]
+    assert main(["audit", path, "--runtime", sys.executable]) == 1
+    assert "Could not find variable" in capsys.readouterr().err
+
+
+def test_missing_kernels_are_named(broken_exports, capsys):
+    path = broken_exports["half"]
+    assert audit(path).ok
+    report = check_in_runtime(path)
+    assert report.missing_ops == {"Cholesky": ["serving_default"]}
+    assert "op Cholesky: no kernel in this runtime" in report.message()
+    assert main(["audit", path, "--runtime", sys.executable, "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["ok"] is False and result["runtimes"][0]["missing_ops"] == {
+        "Cholesky": ["serving_default"]}
+
+
+def test_missing_ops_in_messages():
+    assert missing_ops_in("Op type not registered 'TFText>RoundRobinTrim' in binary") == [
+        "TFText>RoundRobinTrim"]
+    assert missing_ops_in("nothing here") == []
+
+
+@pytest.mark.slow
+def test_an_export_passes_in_tf_serving_2_13_to_2_19_runtime(tmp_path, capsys):
+    from keras_bert.serving.exporter import export_model
+    from tests.serving.helpers import make_tiny_task_dir
+
+    task_dir = make_tiny_task_dir(tmp_path, {"kind": "classify", "seq_length": 16}, ["a", "b"])
+    exported = export_model(task_dir, str(tmp_path / "export"))
+    python = runtime_python("tensorflow-2.12.1")
+    assert main(["audit", exported.path, "--runtime", python]) == 0
+    out = capsys.readouterr().out
+    assert "op names are in the op registries" in out
+    assert "loads and runs every signature in TensorFlow 2.12.1" in out
