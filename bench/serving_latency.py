@@ -11,9 +11,11 @@ installed, else the embedded 8k one) is timed with:
 
 at batch 1 and batch 32, every text long enough to fill the 128 positions, in two places:
 
-* `in_process`: the export loaded with `tf.saved_model.load`, signatures called directly;
-* `server`: `keras-bert serve` in a subprocess on loopback, queried over gRPC with
-  `keras_bert.serving.GrpcClient` (request building and parsing included).
+* `session`: the export loaded as TF Serving loads it (`SessionBundle`: Session, SaverDef
+  restore, `signature_def` tensors), signatures run with `Session.run` in this process;
+* `server`: `keras-bert serve` (which loads the same way) in a subprocess on loopback,
+  queried over gRPC with `keras_bert.serving.GrpcClient` (request building and parsing
+  included).
 
 Each round sends `--requests-1` (batch 1) or `--requests-32` (batch 32) requests per
 contender, text and ids interleaved request by request (the order flipping every request),
@@ -57,7 +59,7 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=5, help="warm-up requests per contender")
     p.add_argument("--threads", type=int, default=0,
                    help="TensorFlow thread pools of this process (0: TensorFlow's default)")
-    p.add_argument("--places", default="in_process,server")
+    p.add_argument("--places", default="session,server")
     p.add_argument("--quick", action="store_true",
                    help="tiny model, 2 rounds of 30 / 4 requests (a smoke check)")
     args = p.parse_args(argv)
@@ -198,9 +200,10 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.threads:
         common.configure_threads(args.threads)
-    import tensorflow as tf
+    import numpy as np
 
     from keras_bert.serving.client import GrpcClient
+    from keras_bert.serving.session_bundle import SessionBundle
 
     def log(message):
         print(message, file=sys.stderr, flush=True)
@@ -216,7 +219,7 @@ def main(argv=None) -> int:
         texts = long_texts(64)
         ids = packed_ids(vocab, texts)
         assert ids["input_mask"].sum(axis=1).min() == SEQ_LENGTH, "a text is too short"
-        loaded = tf.saved_model.load(path)
+        bundle = SessionBundle(path)
         server, client = None, None
         if "server" in places:
             log("starting keras-bert serve ...")
@@ -233,13 +236,12 @@ def main(argv=None) -> int:
                     return {name: value[index] for name, value in ids.items()}
 
                 calls = {}
-                if "in_process" in places:
-                    text_fn = loaded.signatures["serving_default"]
-                    ids_fn = loaded.signatures["serve_ids"]
-                    calls["in_process/text"] = lambda k, f=text_fn, t=text_batch: f(
-                        text=tf.constant(t(k)))["label_id"].numpy()
-                    calls["in_process/ids"] = lambda k, f=ids_fn, t=ids_batch: f(
-                        **{n: tf.constant(v) for n, v in t(k).items()})["label_id"].numpy()
+                if "session" in places:
+                    calls["session/text"] = lambda k, t=text_batch: bundle.run(
+                        "serving_default", {"text": np.array(t(k), dtype=object)},
+                        ["label_id"])
+                    calls["session/ids"] = lambda k, t=ids_batch: bundle.run(
+                        "serve_ids", t(k), ["label_id"])
                 if client is not None:
                     calls["server/text"] = lambda k, t=text_batch: client.predict_columns(
                         {"text": t(k)}, output_filter=["label_id"])

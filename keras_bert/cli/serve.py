@@ -16,7 +16,10 @@ def register(subparsers) -> None:
         description="Serves the highest version under BASE_DIR (BASE_DIR/<N>/, as written by "
                     "`keras-bert export`) with TensorFlow Serving's protocols: gRPC "
                     "PredictionService (Predict, GetModelMetadata) and ModelService "
-                    "(GetModelStatus), and the REST API /v1/models/NAME[...]. New versions "
+                    "(GetModelStatus), and the REST API /v1/models/NAME[...]. Each version "
+                    "is loaded as TF Serving loads it (Session, SaverDef restore, "
+                    "signature_def tensors, TF Text kernels only), so only what TF Serving "
+                    "can serve is served. New versions "
                     "are picked up while running (each one's warmup requests replay before it "
                     "becomes AVAILABLE) and the old one is unloaded. For production use the "
                     "official tensorflow/serving images (export/README.md).")
