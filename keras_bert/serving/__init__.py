@@ -1,4 +1,10 @@
-"""Exporting for TensorFlow Serving; `op_audit` checks a graph against model servers' ops."""
+"""Exporting for TensorFlow Serving.
+
+`exporter` writes versions (`keras.export.ExportArchive`), `session_bundle` loads one as TF
+Serving does (Session, SaverDef restore, `signature_def` tensors), `op_audit` checks op
+names against model servers' registries and `runtime_check` loads and runs an export in
+another TensorFlow runtime.
+"""
 
 from keras_bert.serving.op_audit import (
     DEFAULT_TARGET,

@@ -121,9 +121,9 @@ def encoder_functions(encoder, pretrainer=None) -> dict:
 
 def export_hub_pair(encoder, tokenizer, out_dir: str, pretrainer=None,
                     default_seq_length: int = 128) -> dict[str, str]:
-    """Writes `out_dir/preprocess` and `out_dir/encoder` (each atomically: built in a
-    temporary directory, renamed into place; an existing one is never overwritten);
-    returns their paths."""
+    """Writes `out_dir/preprocess` and `out_dir/encoder`, built in temporary directories
+    and renamed into place when both are complete (a failure leaves neither; an existing
+    one is never overwritten); returns their paths."""
     paths = {"preprocess": os.path.join(out_dir, "preprocess"),
              "encoder": os.path.join(out_dir, "encoder")}
     for path in paths.values():
@@ -132,13 +132,13 @@ def export_hub_pair(encoder, tokenizer, out_dir: str, pretrainer=None,
     preprocess = preprocess_functions(tokenizer, default_seq_length)
     encoder_fns = encoder_functions(encoder, pretrainer)
     serve = encoder_fns.pop("serving_default")
-    with atomic_dir(paths["preprocess"]) as tmp:
+    # Both are built before either appears: a failure leaves neither.
+    with atomic_dir(paths["preprocess"]) as tmp_pre, atomic_dir(paths["encoder"]) as tmp_enc:
         # The tokenizer holds no variable: its vocabulary is a constant and a table.
-        save_functions(tmp, preprocess, resources=[tokenizer],
+        save_functions(tmp_pre, preprocess, resources=[tokenizer],
                        signatures={"serving_default": preprocess["__call__"]
                                    .get_concrete_function()})
-    with atomic_dir(paths["encoder"]) as tmp:
         traces = [fn.get_concrete_function() for fn in (*encoder_fns.values(), serve)]
-        save_functions(tmp, encoder_fns, concrete_functions=traces,
+        save_functions(tmp_enc, encoder_fns, concrete_functions=traces,
                        signatures={"serving_default": serve.get_concrete_function()})
     return paths

@@ -1,5 +1,7 @@
 """The TF Hub-style preprocess + encoder pair, loaded back with TensorFlow alone."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -59,3 +61,25 @@ def test_encoder_and_mlm(exported):
     np.testing.assert_allclose(
         mlm, pretrainer({**inputs, "masked_lm_positions": positions})["mlm_logits"], atol=1e-5)
     assert mlm.shape == (2, 2, len(VOCAB))
+
+
+def test_hub_pair_is_atomic_and_never_overwritten(exported, tmp_path, monkeypatch):
+    paths, tokenizer, pretrainer = exported
+    before = sorted(os.listdir(os.path.dirname(paths["encoder"])))
+    with pytest.raises(FileExistsError, match="exists"):
+        export_hub_pair(pretrainer.encoder, tokenizer, os.path.dirname(paths["encoder"]))
+    assert sorted(os.listdir(os.path.dirname(paths["encoder"]))) == before
+    # A failure while writing the encoder leaves neither half (nor a temporary directory).
+    from keras_bert.serving import hub
+
+    real = hub.save_functions
+
+    def fail_on_encoder(path, functions, *args, **kwargs):
+        if "mlm" in functions or "tokenize" not in functions:
+            raise RuntimeError("disk full")
+        return real(path, functions, *args, **kwargs)
+
+    monkeypatch.setattr(hub, "save_functions", fail_on_encoder)
+    with pytest.raises(RuntimeError, match="disk full"):
+        export_hub_pair(pretrainer.encoder, tokenizer, str(tmp_path / "pair"))
+    assert os.listdir(tmp_path / "pair") == []
