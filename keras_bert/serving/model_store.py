@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.serving.batcher import Batcher
-from keras_bert.serving.session_bundle import SessionBundle, load_tf_text_op_libraries
+from keras_bert.serving.session_bundle import SessionBundle
 from keras_bert.serving.versions import existing_versions
 from keras_bert.serving.warmup import WARMUP_FILE
 
@@ -113,7 +113,6 @@ class ServedVersion:
         self.version = version
         self.path = path
         self.max_string_bytes = max_string_bytes
-        load_tf_text_op_libraries()
         self.bundle = SessionBundle(path)
         self.signature_defs = self.bundle.signature_defs
         self.signatures = {}

@@ -68,14 +68,22 @@ class SessionBundle:
     `signature_defs` maps signature names to their `SignatureDef`s (what TF Serving reports
     in `GetModelMetadata`); `run(name, inputs)` feeds `inputs` (input key -> array) and
     returns every output (output key -> array). `Session.run` is thread-safe, so concurrent
-    requests may share one bundle.
+    requests may share one bundle. TF Text's kernels are loaded first (`tf_text_ops`), as the
+    model server links them.
     """
 
     def __init__(self, export_dir: str, tags: tuple[str, ...] = (SERVE_TAG,),
-                 config: tf.compat.v1.ConfigProto | None = None):
+                 config: tf.compat.v1.ConfigProto | None = None, tf_text_ops: bool = True):
+        if tf_text_ops:  # the model server links every TF Text kernel
+            load_tf_text_op_libraries()
         self.export_dir = export_dir
         self.graph = tf.Graph()
         self.session = tf.compat.v1.Session(graph=self.graph, config=config)
+        # TF logs the TF1 loader as deprecated in favour of `tf.saved_model.load`: the
+        # object-based loader TF Serving does not use. Silence that notice only.
+        logger = tf.get_logger()
+        level = logger.level
+        logger.setLevel("ERROR")
         try:
             with self.graph.as_default():
                 meta_graph = tf.compat.v1.saved_model.loader.load(
@@ -83,6 +91,8 @@ class SessionBundle:
         except Exception:
             self.session.close()
             raise
+        finally:
+            logger.setLevel(level)
         self.signature_defs = {name: sig for name, sig in meta_graph.signature_def.items()
                                if not name.startswith("__")}
 
@@ -147,7 +157,6 @@ def probe(export_dir: str) -> dict:
     """
     result = {"tensorflow": tf.__version__, "load_error": None, "signatures": {}}
     try:
-        load_tf_text_op_libraries()
         bundle = SessionBundle(export_dir)
     except Exception as e:  # noqa: BLE001 - every load failure is the report
         result["load_error"] = f"{type(e).__name__}: {e}"

@@ -67,7 +67,6 @@ def main(manifest: str) -> None:
     spec.loader.exec_module(session_bundle)
     import tensorflow as tf
 
-    session_bundle.load_tf_text_op_libraries()
     with open(manifest, encoding="utf-8") as f:
         jobs = json.load(f)
     bundles = {}
