@@ -14,7 +14,7 @@ at batch 1 and batch 32, every text long enough to fill the 128 positions, in tw
 * `session`: the export loaded as TF Serving loads it (`SessionBundle`: Session, SaverDef
   restore, `signature_def` tensors), signatures run with `Session.run` in this process;
 * `server`: `keras-bert serve` (which loads the same way) in a subprocess on loopback,
-  queried over gRPC with `keras_bert.serving.GrpcClient` (request building and parsing
+  queried over gRPC with `keras_bert.client.GrpcClient` (request building and parsing
   included).
 
 Each round sends `--requests-1` (batch 1) or `--requests-32` (batch 32) requests per
@@ -102,7 +102,7 @@ def build_export(root: str, size: str) -> tuple[str, str]:
 
     from keras_bert import BertConfig, BertEncoder
     from keras_bert.checkpoints.task_dir import build_task_model, save_task_model
-    from keras_bert.serving.exporter import export_model
+    from keras_bert.export.exporter import export_model
     from keras_bert.tasks.labels import LabelVocab
     from keras_bert.text import BertTokenizer
 
@@ -139,7 +139,7 @@ def free_port() -> int:
 
 def start_server(base_dir: str):
     """`keras-bert serve` in a subprocess; returns `(process, grpc_address)` once AVAILABLE."""
-    from keras_bert.serving.client import GrpcClient, ServerError
+    from keras_bert.client import GrpcClient, ServerError
 
     grpc_port, rest_port = free_port(), free_port()
     process = subprocess.Popen(
@@ -202,8 +202,8 @@ def main(argv=None) -> int:
         common.configure_threads(args.threads)
     import numpy as np
 
-    from keras_bert.serving.client import GrpcClient
-    from keras_bert.serving.session_bundle import SessionBundle
+    from keras_bert.client import GrpcClient
+    from keras_bert.export.session_bundle import SessionBundle
 
     def log(message):
         print(message, file=sys.stderr, flush=True)

@@ -73,8 +73,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--quick", action="store_true", help="a random BERT-Tiny (tests)")
     args = parser.parse_args(argv)
 
-    from keras_bert.serving.client import GrpcClient, RestClient
-    from keras_bert.serving.exporter import export_model
+    from keras_bert.client import GrpcClient, RestClient
+    from keras_bert.export.exporter import export_model
 
     if args.model:
         model_path = args.model

@@ -198,7 +198,7 @@ class Server:
 
 def serve_and_query(export_base: str, model_name: str = "bert") -> dict:
     """Stage 5: serve, query with raw strings over gRPC and REST, stop."""
-    from keras_bert.serving.client import GrpcClient, RestClient
+    from keras_bert.client import GrpcClient, RestClient
 
     server = Server(export_base, model_name)
     print("    $ " + " ".join(server.command), flush=True)
@@ -254,7 +254,7 @@ def main(argv=None) -> int:
     classifier = os.path.join(out, "finetune", "model")
 
     stage("exporting the classifier with its preprocessing (raw strings in, labels out)")
-    from keras_bert.serving.exporter import export_model
+    from keras_bert.export.exporter import export_model
 
     export_base = os.path.join(out, "export", "bert")
     exported = export_model(classifier, export_base)

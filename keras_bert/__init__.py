@@ -1,7 +1,7 @@
 """keras_bert: BERT in Keras 3 on TensorFlow, from raw text to TensorFlow Serving.
 
 `BertConfig`, `PRESETS` and `BertEncoder` are loaded on first use (module `__getattr__`),
-so that `import keras_bert.serving.client` (or the server, REST and op-audit modules) does
+so that `import keras_bert.client` (or the server, REST and op-audit modules) does
 not import Keras.
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates `keras_bert/serving/oplists/` from the real TensorFlow / TF Text releases.
+"""Regenerates `keras_bert/export/oplists/` from the real TensorFlow / TF Text releases.
 
 For each release below, a throwaway virtual environment is created OUTSIDE the repository
 (`--work`, default `/tmp/oplist-venvs`) with `python3.11 -m venv`, the pinned wheels are
@@ -32,7 +32,7 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(REPO, "keras_bert", "serving", "oplists")
+OUT = os.path.join(REPO, "keras_bert", "export", "oplists")
 
 # (name, pip requirements, TF Text version or None for a core-only list)
 RELEASES = [

@@ -25,7 +25,7 @@ BENCHMARKS = {
     "pretraining_pipeline.py": r"examples per epoch: \d+",
     "encoder_forward.py": r"\| tiny \| ours / HF torch \| [\d.]+x \|",
     "pretrain_step.py": r"\| ours / hf \| [\d.]+x \|",
-    "serving_latency.py": r"in_process: preprocessing adds -?[\d.]+% at batch 1",
+    "serving_latency.py": r"session: preprocessing adds -?[\d.]+% at batch 1",
 }
 
 

@@ -3,12 +3,12 @@ the target model servers?
 
 Two checks. The op-name audit lists every op of the SavedModel's graphs and function library
 (read from `saved_model.pb`, nothing is loaded or run) and looks each NAME up in the op
-registries of the target TensorFlow Serving releases (`keras_bert.serving.op_audit`); it
+registries of the target TensorFlow Serving releases (`keras_bert.export.op_audit`); it
 cannot see kernels missing for a dtype or device, nor variables that do not restore. Each
 `--runtime PYTHON` (an interpreter with `tensorflow` and `tensorflow-text`, e.g. TF 2.20.0 +
 TF Text 2.20.0, what TF Serving 2.20 links) then loads the export the way TF Serving does
 (Session, SaverDef restore, `signature_def` tensors, TF Text as kernel libraries) and runs
-every signature once (`keras_bert.serving.runtime_check`), naming ops without a kernel
+every signature once (`keras_bert.export.runtime_check`), naming ops without a kernel
 there. Exit status 0 when everything passes, 1 when something does not, 2 when DIR is not
 a SavedModel or the target is unknown.
 """
@@ -22,7 +22,7 @@ import sys
 
 def register(subparsers) -> None:
     """Adds the `audit` subcommand."""
-    from keras_bert.serving.op_audit import DEFAULT_TARGET, TARGETS
+    from keras_bert.export.op_audit import DEFAULT_TARGET, TARGETS
 
     targets = "; ".join(f"{name}: {t.description}" for name, t in TARGETS.items())
     p = subparsers.add_parser(
@@ -45,8 +45,8 @@ def register(subparsers) -> None:
 def run(args) -> int:
     """Audits `args.saved_model` (op names, then each runtime); prints the reports; 0 when
     every check passes, 1 when not."""
-    from keras_bert.serving.op_audit import audit
-    from keras_bert.serving.runtime_check import check_in_runtime
+    from keras_bert.export.op_audit import audit
+    from keras_bert.export.runtime_check import check_in_runtime
 
     report = audit(args.saved_model, args.target)
     runtimes = [check_in_runtime(args.saved_model, python) for python in args.runtime]

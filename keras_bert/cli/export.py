@@ -7,7 +7,7 @@ import json
 
 def register(subparsers) -> None:
     """Adds the `export` subcommand."""
-    from keras_bert.serving.op_audit import DEFAULT_TARGET
+    from keras_bert.export.op_audit import DEFAULT_TARGET
 
     p = subparsers.add_parser(
         "export", help="export a model directory for TensorFlow Serving",
@@ -42,19 +42,19 @@ def run(args) -> int:
     """Exports and prints where the version went and its signatures."""
     if args.hub:
         from keras_bert.checkpoints import load_model_dir
-        from keras_bert.serving.hub import export_hub_pair
+        from keras_bert.export.hub_pair import export_hub_pair
 
         model_dir = load_model_dir(args.model_dir)
         paths = export_hub_pair(model_dir.load_encoder(), model_dir.tokenizer(), args.base_dir,
                                 default_seq_length=args.seq_length or 128)
         if not args.no_audit:
-            from keras_bert.serving.op_audit import check
+            from keras_bert.export.op_audit import check
 
             for path in paths.values():
                 check(path, args.target)
         print(json.dumps(paths, indent=2))
         return 0
-    from keras_bert.serving.exporter import export_model
+    from keras_bert.export.exporter import export_model
 
     exported = export_model(args.model_dir, args.base_dir, version=args.version,
                             seq_length=args.seq_length, pooling=args.pooling,

@@ -42,7 +42,7 @@ def _json_default(value):
 
 def run(args) -> int:
     """Queries the server and prints JSON lines; server errors exit with status 1."""
-    from keras_bert.serving.client import GrpcClient, RestClient, ServerError
+    from keras_bert.client import GrpcClient, RestClient, ServerError
 
     if not (args.texts or args.status or args.metadata):
         raise ValueError("give at least one TEXT (or --status / --metadata)")
@@ -56,7 +56,7 @@ def run(args) -> int:
         if args.metadata:
             print(json.dumps(client.metadata(args.version)))
         if args.texts and args.context:
-            from keras_bert.serving.client import rows
+            from keras_bert.client import rows
 
             contexts = args.context * len(args.texts) if len(args.context) == 1 \
                 else args.context

@@ -57,7 +57,7 @@ def run(args) -> int:
     """Starts the server, prints its URLs, and serves until SIGINT or SIGTERM."""
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from keras_bert.serving.server import ModelServer
+    from keras_bert.devserver.server import ModelServer
 
     if not os.path.isdir(args.base_dir):
         raise FileNotFoundError(f"{args.base_dir} is not a directory (export with "

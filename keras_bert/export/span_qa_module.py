@@ -11,7 +11,7 @@
 The windows and decoding are those of `keras_bert.tasks.squad` (the original `run_squad.py`),
 as `keras-bert predict` runs them: the question is cut to `max_query_length` wordpieces and
 the context is covered by windows `[CLS] question [SEP] window [SEP]` whose starts advance
-by `doc_stride` tokens until one reaches the context's end (`keras_bert.serving.windows`).
+by `doc_stride` tokens until one reaches the context's end (`keras_bert.export.doc_windows`).
 Question and context are tokenized once; the windows of the whole batch go through the
 model as one batch. In each window, of the `n_best` best start and end positions, pairs
 with both ends in the context, a start whose max-context window is this one, start <= end
@@ -31,8 +31,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.serving.module import ServingModule
-from keras_bert.serving.windows import doc_windows, is_max_context
+from keras_bert.export.doc_windows import doc_windows, is_max_context
+from keras_bert.export.serving_module import ServingModule
 
 NO_ANSWER = -1
 

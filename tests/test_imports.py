@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PROBE = """
 import json, sys
@@ -32,8 +32,8 @@ def loaded_after(*modules: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("module", ["keras_bert.serving.client", "keras_bert.serving",
-                                    "keras_bert.serving.op_audit", "keras_bert.cli"])
+@pytest.mark.parametrize("module", ["keras_bert.client", "keras_bert.export",
+                                    "keras_bert.export.op_audit", "keras_bert.cli"])
 def test_client_side_imports_no_keras(module):
     loaded = loaded_after(module)
     assert loaded["keras"] == [], loaded["keras"][:5]
@@ -54,10 +54,13 @@ def test_package_exposes_encoder_lazily():
 def test_server_side_loads_no_keras_model_code():
     # `import tensorflow` itself imports Keras 3 when it is installed (it eagerly loads
     # keras.src.optimizers); the server must not add to that, nor load keras_bert's models.
-    server = loaded_after("keras_bert.serving.server", "keras_bert.serving.rest",
-                          "keras_bert.serving.model_store")
+    server = loaded_after("keras_bert.devserver.server", "keras_bert.devserver.rest",
+                          "keras_bert.devserver.model_store")
     tensorflow_alone = loaded_after("tensorflow", "tensorflow_text", "grpc")
     assert set(server["keras"]) <= set(tensorflow_alone["keras"])
-    assert not [m for m in server["keras_bert"] if not m.startswith("keras_bert.serving")
+    # The dev server uses the export package's TF-only modules (loader, versions, warmup).
+    assert not [m for m in server["keras_bert"]
+                if not m.startswith(("keras_bert.devserver", "keras_bert.export"))
                 and m != "keras_bert"]
-    assert "keras_bert.serving.exporter" not in server["keras_bert"]
+    assert "keras_bert.export.exporter" not in server["keras_bert"]
+    assert "keras_bert.export.serving_module" not in server["keras_bert"]

@@ -1,11 +1,11 @@
 """Every export kind, loaded as TensorFlow Serving loads it, in the runtimes TF Serving links.
 
 Each export is restored through the Session-based SavedModel loader (SaverDef restore, then
-the `signature_def` tensors; `tests/serving/run_session_bundle.py`) with TF Text present only
+the `signature_def` tensors; `tests/export/run_session_bundle.py`) with TF Text present only
 as its kernel libraries, in three runtimes: this environment (TF 2.21), TF 2.20.0 + TF Text
 2.20.0 (TF Serving 2.20) and TF 2.12.1 + TF Text 2.12.1 (the TF Text of TF Serving
 2.13-2.19), the last two in virtual environments holding nothing else
-(`tests/serving/runtimes`). Every output is compared with the in-process result on the same
+(`tests/export/runtimes`). Every output is compared with the in-process result on the same
 strings (hard cases and real text): floats within 1e-5, strings, ids and labels identical.
 
 Before exports were written with `keras.export.ExportArchive`, every kind with weights
@@ -22,17 +22,17 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.checkpoints import load_model_dir
-from keras_bert.serving.exporter import build_serving_module, export_model
-from keras_bert.serving.hub import export_hub_pair
-from tests.reference import minilm_dir
-from tests.serving.helpers import (
+from keras_bert.export.exporter import build_serving_module, export_model
+from keras_bert.export.hub_pair import export_hub_pair
+from tests.export.helpers import (
     make_tiny_model_dir,
     make_tiny_task_dir,
     read_outputs,
     run_session_jobs,
 )
-from tests.serving.run_session_bundle import save_arrays
-from tests.serving.runtimes import RUNTIMES, runtime_python
+from tests.export.run_session_bundle import save_arrays
+from tests.export.runtimes import RUNTIMES, runtime_python
+from tests.reference import minilm_dir
 
 pytestmark = pytest.mark.slow
 

@@ -80,7 +80,7 @@ def check_in_runtime(export_dir: str, python: str = sys.executable,
     """Loads `export_dir` with the interpreter `python` and runs each signature once."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("PYTHONPATH", None)
-    # -I: the script's folder (keras_bert/serving) is not put on sys.path.
+    # -I: the script's folder (keras_bert/export) is not put on sys.path.
     done = subprocess.run([python, "-I", SESSION_BUNDLE, os.path.abspath(export_dir)],
                           capture_output=True, text=True, env=env, timeout=timeout)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]

@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 
 from keras_bert import BertConfig
+from keras_bert.export.hub_pair import export_hub_pair
 from keras_bert.models import BertPretrainer
-from keras_bert.serving.hub import export_hub_pair
 from keras_bert.text import BertTokenizer
 from keras_bert.text.packer import BertPacker
 
@@ -70,16 +70,16 @@ def test_hub_pair_is_atomic_and_never_overwritten(exported, tmp_path, monkeypatc
         export_hub_pair(pretrainer.encoder, tokenizer, os.path.dirname(paths["encoder"]))
     assert sorted(os.listdir(os.path.dirname(paths["encoder"]))) == before
     # A failure while writing the encoder leaves neither half (nor a temporary directory).
-    from keras_bert.serving import hub
+    from keras_bert.export import hub_pair
 
-    real = hub.save_functions
+    real = hub_pair.save_functions
 
     def fail_on_encoder(path, functions, *args, **kwargs):
         if "mlm" in functions or "tokenize" not in functions:
             raise RuntimeError("disk full")
         return real(path, functions, *args, **kwargs)
 
-    monkeypatch.setattr(hub, "save_functions", fail_on_encoder)
+    monkeypatch.setattr(hub_pair, "save_functions", fail_on_encoder)
     with pytest.raises(RuntimeError, match="disk full"):
         export_hub_pair(pretrainer.encoder, tokenizer, str(tmp_path / "pair"))
     assert os.listdir(tmp_path / "pair") == []

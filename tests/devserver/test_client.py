@@ -17,9 +17,9 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.cli import main
-from keras_bert.serving.client import GrpcClient, RestClient, ServerError, rows
-from keras_bert.serving.server import ModelServer
-from keras_bert.serving.warmup import predict_log, write_warmup
+from keras_bert.client import GrpcClient, RestClient, ServerError, rows
+from keras_bert.devserver.server import ModelServer
+from keras_bert.export.warmup import predict_log, write_warmup
 
 TEXTS = ["great film", "bad", "naïve café"]
 TEXT_B = ["ok", "a much longer text", "x"]

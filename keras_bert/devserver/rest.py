@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf import json_format
 
-from keras_bert.serving.model_store import (
+from keras_bert.devserver.model_store import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_SIGNATURE,
     ModelStore,
@@ -33,9 +33,10 @@ from keras_bert.serving.model_store import (
     Signature,
     invalid,
     not_found,
+    status_response,
 )
 
-log = logging.getLogger("keras_bert.serving")
+log = logging.getLogger("keras_bert.devserver")
 
 # TF Serving's mapping of status codes to HTTP (model_servers/http_rest_api_util).
 HTTP_STATUS = {
@@ -209,8 +210,6 @@ def encode_predict(outputs: dict[str, np.ndarray], row_format: bool) -> dict:
 
 def status_json(store: ModelStore, name: str, version: int | None) -> dict:
     """`GetModelStatusResponse` as TF Serving writes it in JSON."""
-    from keras_bert.serving.server import status_response
-
     return json_format.MessageToDict(status_response(store, name, version),
                                      preserving_proto_field_name=True,
                                      always_print_fields_with_no_presence=True)

@@ -26,11 +26,11 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-from keras_bert.serving.batcher import Batcher
-from keras_bert.serving.client import GrpcClient, RestClient, ServerError
-from keras_bert.serving.exporter import export_model
-from keras_bert.serving.server import ModelServer
-from tests.serving.helpers import make_tiny_model_dir
+from keras_bert.client import GrpcClient, RestClient, ServerError
+from keras_bert.devserver.batcher import Batcher
+from keras_bert.devserver.server import ModelServer
+from keras_bert.export.exporter import export_model
+from tests.export.helpers import make_tiny_model_dir
 
 TEXTS = ["Call me Ishmael.", "", "The cat sat on the mat!", "Naïve café — BERT reads."]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -166,7 +166,7 @@ def test_metadata_and_status(clients, server):
 def test_new_version_is_loaded_warmed_up_and_served(exported, tmp_path, caplog):
     base = tmp_path / "bert"
     shutil.copytree(exported.path, base / "1")  # the module's export as version 1
-    caplog.set_level("INFO", logger="keras_bert.serving")
+    caplog.set_level("INFO", logger="keras_bert.devserver")
     with ModelServer(str(base), "bert", grpc_port=0, rest_port=0, poll_seconds=0.2) as server, \
             GrpcClient(server.grpc_address, "bert", timeout=60) as client:
         rest = RestClient(server.rest_url, "bert")
@@ -192,7 +192,8 @@ def test_new_version_is_loaded_warmed_up_and_served(exported, tmp_path, caplog):
         # A broken version is reported and never replaces the served one.
         os.makedirs(base / "3")
         deadline = time.monotonic() + 30
-        while 3 not in server.store.states and time.monotonic() < deadline:
+        while (3 not in server.store.states or server.store.states[3].state != "END") \
+                and time.monotonic() < deadline:
             time.sleep(0.1)
         assert client.status(3)["model_version_status"][0]["status"]["error_code"] == "UNKNOWN"
         assert_rows_match(client.predict(TEXTS[:2]), reference_outputs(second.path, TEXTS[:2]))

@@ -5,14 +5,14 @@ the endpoint functions read, once each, as the SaverDef's restore op restores th
 Serving's Session-based loader (SavedModelBundle) finds every variable. (A `tf.Module`
 holding the Keras model and saved with `tf.saved_model.save` loads with
 `tf.saved_model.load` but fails there: "Could not find variable ...".) Every version is
-loaded back through that loader (`keras_bert.serving.session_bundle`) and its warmup
+loaded back through that loader (`keras_bert.export.session_bundle`) and its warmup
 requests are run before it appears.
 
 The version directory holds `saved_model.pb`, `variables/` (each variable once),
 `assets/` (`vocab.txt`, and `labels.txt` for classifiers and taggers, for people and
 clients: the graph itself holds both as constants) and
 `assets.extra/tf_serving_warmup_requests`. Before the version appears, every op of the
-graph is checked against the target model server (`keras_bert.serving.op_audit`); an
+graph is checked against the target model server (`keras_bert.export.op_audit`); an
 incompatible graph is refused, naming the op.
 """
 
@@ -25,18 +25,18 @@ import shutil
 import keras
 
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
-from keras_bert.serving.module import Endpoint, ServingModule
-from keras_bert.serving.op_audit import DEFAULT_TARGET
-from keras_bert.serving.outputs import (
+from keras_bert.export.op_audit import DEFAULT_TARGET
+from keras_bert.export.serving_module import Endpoint, ServingModule
+from keras_bert.export.session_bundle import SessionBundle, read_signature_defs
+from keras_bert.export.span_qa_module import SpanQAServingModule
+from keras_bert.export.tagger_module import TaggerServingModule
+from keras_bert.export.task_outputs import (
     classification_outputs,
     embedding_outputs,
     regression_outputs,
 )
-from keras_bert.serving.session_bundle import SessionBundle, read_signature_defs
-from keras_bert.serving.span_qa import SpanQAServingModule
-from keras_bert.serving.tagging import TaggerServingModule
-from keras_bert.serving.versions import atomic_version_dir
-from keras_bert.serving.warmup import predict_log, write_warmup
+from keras_bert.export.versions import atomic_version_dir
+from keras_bert.export.warmup import predict_log, write_warmup
 
 WARMUP_TEXTS = ["Call me Ishmael.", "The State of the Union is strong.",
                 "BERT reads a whole sentence at once, in both directions."]
@@ -74,7 +74,7 @@ def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
         outputs = embedding_outputs(pooling or task.get("pooling", "pooled"))
         pair = False
     else:
-        from keras_bert.training.finetune import load_task_model
+        from keras_bert.checkpoints.task_dir import load_task_model
 
         loaded = load_task_model(model_dir.path)
         model, pair = loaded.model, bool(task.get("pair", False))
@@ -124,7 +124,7 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
         write_saved_model(tmp, module.endpoints(), resources=[module.tokenizer])
         copy_assets(tmp, assets)
         if target:
-            from keras_bert.serving.op_audit import check
+            from keras_bert.export.op_audit import check
 
             check(tmp, target)
         inputs = module.warmup_inputs(warmup_texts or WARMUP_TEXTS)

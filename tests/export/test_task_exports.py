@@ -11,12 +11,12 @@ import tensorflow as tf
 
 from keras_bert.checkpoints.task_dir import load_task_model
 from keras_bert.cli import main
-from keras_bert.serving.exporter import export_model
-from keras_bert.serving.op_audit import audit
-from keras_bert.serving.server import ModelServer
-from keras_bert.serving.span_qa import SpanQAServingModule, best_spans
+from keras_bert.devserver.server import ModelServer
+from keras_bert.export.exporter import export_model
+from keras_bert.export.op_audit import audit
+from keras_bert.export.span_qa_module import SpanQAServingModule, best_spans
 from keras_bert.tasks import conll, squad
-from tests.serving.helpers import WORDS, make_tiny_task_dir, run_fresh
+from tests.export.helpers import WORDS, make_tiny_task_dir, run_fresh
 
 TAGS = ["B-LOC", "B-PER", "I-PER", "O"]
 TAG_SEQ = 12

@@ -1,5 +1,5 @@
 """`Batcher`: merges concurrent requests to one signature into one call, like TF Serving's
-`--enable_batching` (used by `keras_bert.serving.model_store` when batching is on)."""
+`--enable_batching` (used by `keras_bert.devserver.model_store` when batching is on)."""
 
 from __future__ import annotations
 

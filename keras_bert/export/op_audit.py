@@ -26,7 +26,7 @@ Targets (`TARGETS`) name the model servers an export must load in:
 
 The audit compares op NAMES only. A kernel missing for an op's dtype or device, or a
 variable the SaverDef does not restore, shows only when a runtime loads and runs the graph:
-`keras_bert.serving.runtime_check` (`keras-bert audit --runtime PYTHON`) does that.
+`keras_bert.export.runtime_check` (`keras-bert audit --runtime PYTHON`) does that.
 
 A target may also be given as op-list file path(s) (their union is one release) or as a
 `Target`. Ops that need the Python interpreter (`tf.py_function`, `tf.numpy_function`)

@@ -1,7 +1,7 @@
 """The model side of the development server: versions under a base directory, loaded as TF
 Serving loads them, validated requests, warmup, and TF Serving's "latest" version policy.
 
-Each version is a `SessionBundle` (`keras_bert.serving.session_bundle`): the `serve`
+Each version is a `SessionBundle` (`keras_bert.export.session_bundle`): the `serve`
 MetaGraph imported into a Session, variables restored by the SaverDef, signatures run by
 their `signature_def` tensor names; TF Text is present as its kernel libraries only. So
 this server can serve only what TensorFlow Serving can. This module uses no Keras or model
@@ -23,13 +23,14 @@ import time
 import grpc
 import numpy as np
 import tensorflow as tf
+from tensorflow_serving.apis import get_model_status_pb2
 
-from keras_bert.serving.batcher import Batcher
-from keras_bert.serving.session_bundle import SessionBundle
-from keras_bert.serving.versions import existing_versions
-from keras_bert.serving.warmup import WARMUP_FILE
+from keras_bert.devserver.batcher import Batcher
+from keras_bert.export.session_bundle import SessionBundle
+from keras_bert.export.versions import existing_versions
+from keras_bert.export.warmup import WARMUP_FILE
 
-log = logging.getLogger("keras_bert.serving")
+log = logging.getLogger("keras_bert.devserver")
 
 DEFAULT_SIGNATURE = "serving_default"
 # One string element of a request (a BERT text is truncated at 512 tokens: a few KiB).
@@ -214,6 +215,17 @@ def tensor_proto_to_array(proto, name: str) -> np.ndarray:
         raise invalid(f"input '{name}' is not a valid TensorProto: {e}") from None
 
 
+def status_response(store: ModelStore, name: str, version: int | None):
+    """The `GetModelStatusResponse` of `name` (one version, or all of them)."""
+    response = get_model_status_pb2.GetModelStatusResponse()
+    states = get_model_status_pb2.ModelVersionStatus.State
+    for number, state in store.status(name, version):
+        entry = response.model_version_status.add(version=number, state=states.Value(state.state))
+        entry.status.error_code = grpc.StatusCode[state.error_code].value[0]
+        entry.status.error_message = state.error_message
+    return response
+
+
 class ModelStore:
     """The versions of one model under `base_dir`, served with TF Serving's latest policy.
 
@@ -338,7 +350,7 @@ class ModelStore:
 
     def _run_warmup(self, served: ServedVersion) -> int:
         """Replays the version's warmup `PredictLog`s; returns how many ran."""
-        from keras_bert.serving.warmup import read_warmup
+        from keras_bert.export.warmup import read_warmup
 
         if not os.path.exists(os.path.join(served.path, WARMUP_FILE)):
             return 0

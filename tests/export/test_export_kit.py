@@ -148,7 +148,7 @@ def test_models_config_serves_bert_from_models_dir():
 
 def test_default_model_name_is_bert_everywhere():
     """`keras-bert export` (warmup requests), `serve` and `query` all default to "bert"."""
-    tree = ast.parse(open(os.path.join(REPO, "keras_bert", "serving", "exporter.py"),
+    tree = ast.parse(open(os.path.join(REPO, "keras_bert", "export", "exporter.py"),
                           encoding="utf-8").read())
     export_model = next(node for node in tree.body
                         if isinstance(node, ast.FunctionDef) and node.name == "export_model")

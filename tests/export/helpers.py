@@ -14,7 +14,7 @@ from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import save_model_dir
 from keras_bert.checkpoints.task_dir import build_task_model, save_task_model
 from keras_bert.tasks.labels import LabelVocab
-from tests.serving.run_session_bundle import load_arrays, save_arrays
+from tests.export.run_session_bundle import load_arrays, save_arrays
 
 WORDS = ("the a cat dog sat on mat call me ishmael state of union is strong bert reads whole "
          "sentence at once in both directions . , ! ? - who where capital paris rome ahab "
@@ -56,7 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def run_session_jobs(python: str, jobs: list[dict], workdir) -> str:
-    """Runs `jobs` (see tests/serving/run_session_bundle.py) with the interpreter `python`;
+    """Runs `jobs` (see tests/export/run_session_bundle.py) with the interpreter `python`;
     returns what the script printed."""
     manifest = os.path.join(str(workdir), "jobs.json")
     with open(manifest, "w", encoding="utf-8") as f:

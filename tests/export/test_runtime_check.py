@@ -1,4 +1,4 @@
-"""`keras_bert.serving.runtime_check` and `keras-bert audit --runtime`: loading an export in a
+"""`keras_bert.export.runtime_check` and `keras-bert audit --runtime`: loading an export in a
 real TensorFlow runtime finds what the op-name audit cannot (variables that do not restore,
 kernels missing for a dtype)."""
 
@@ -11,10 +11,10 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.cli import main
-from keras_bert.serving.op_audit import audit
-from keras_bert.serving.runtime_check import check_in_runtime, missing_ops_in
-from keras_bert.serving.session_bundle import SessionBundle, sample_inputs
-from tests.serving.runtimes import runtime_python
+from keras_bert.export.op_audit import audit
+from keras_bert.export.runtime_check import check_in_runtime, missing_ops_in
+from keras_bert.export.session_bundle import SessionBundle, sample_inputs
+from tests.export.runtimes import runtime_python
 
 
 class _KerasInModule(tf.Module):
@@ -84,8 +84,8 @@ def test_missing_ops_in_messages():
 
 @pytest.mark.slow
 def test_an_export_passes_in_tf_serving_2_13_to_2_19_runtime(tmp_path, capsys):
-    from keras_bert.serving.exporter import export_model
-    from tests.serving.helpers import make_tiny_task_dir
+    from keras_bert.export.exporter import export_model
+    from tests.export.helpers import make_tiny_task_dir
 
     task_dir = make_tiny_task_dir(tmp_path, {"kind": "classify", "seq_length": 16}, ["a", "b"])
     exported = export_model(task_dir, str(tmp_path / "export"))

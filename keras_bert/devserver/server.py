@@ -6,11 +6,11 @@ AVAILABLE) over
 
 - gRPC: `PredictionService.Predict`, `PredictionService.GetModelMetadata` and
   `ModelService.GetModelStatus`, on the servicers `tensorflow-serving-api` generates;
-- REST: TF Serving's `/v1/models/...` API (see `keras_bert.serving.rest`).
+- REST: TF Serving's `/v1/models/...` API (see `keras_bert.devserver.rest`).
 
 It loads each version as TF Serving does (a Session-based `SavedModelBundle`: SaverDef
 restore, `signature_def` tensors, TF Text as kernel libraries only; see
-`keras_bert.serving.model_store`), so it serves only what TensorFlow Serving can. It is a
+`keras_bert.devserver.model_store`), so it serves only what TensorFlow Serving can. It is a
 development server for local work and tests; production runs the official
 `tensorflow/serving` images (see `export/README.md`).
 """
@@ -26,24 +26,24 @@ import tensorflow as tf
 from google.protobuf import any_pb2
 from tensorflow_serving.apis import (
     get_model_metadata_pb2,
-    get_model_status_pb2,
     model_service_pb2_grpc,
     predict_pb2,
     prediction_service_pb2_grpc,
 )
 
-from keras_bert.serving.model_store import (
+from keras_bert.devserver.model_store import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_STRING_BYTES,
     DEFAULT_SIGNATURE,
     ModelStore,
     ServingError,
     invalid,
+    status_response,
     tensor_proto_to_array,
 )
-from keras_bert.serving.rest import RestServer
+from keras_bert.devserver.rest import RestServer
 
-log = logging.getLogger("keras_bert.serving")
+log = logging.getLogger("keras_bert.devserver")
 
 
 def _rpc(method):
@@ -67,17 +67,6 @@ def _version(model_spec) -> int | None:
                            f"version label '{model_spec.version_label}' is not configured for "
                            f"model '{model_spec.name}'")
     return model_spec.version.value if model_spec.HasField("version") else None
-
-
-def status_response(store: ModelStore, name: str, version: int | None):
-    """The `GetModelStatusResponse` of `name` (one version, or all of them)."""
-    response = get_model_status_pb2.GetModelStatusResponse()
-    states = get_model_status_pb2.ModelVersionStatus.State
-    for number, state in store.status(name, version):
-        entry = response.model_version_status.add(version=number, state=states.Value(state.state))
-        entry.status.error_code = grpc.StatusCode[state.error_code].value[0]
-        entry.status.error_message = state.error_message
-    return response
 
 
 class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):

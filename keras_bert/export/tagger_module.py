@@ -21,7 +21,7 @@ batch (`num_words` tells each row's count):
 
 `text[start_offsets[i, j]:end_offsets[i, j]]` (on the UTF-8 bytes) is `tokens[i, j]`.
 `serve_ids` returns per-position `logits`, `label_ids`, `labels` and `scores`
-(`keras_bert.serving.outputs.token_label_outputs`).
+(`keras_bert.export.task_outputs.token_label_outputs`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from __future__ import annotations
 import tensorflow as tf
 from tensorflow_text.python.ops.regex_split_ops import gen_regex_split_ops
 
-from keras_bert.serving.module import ServingModule
-from keras_bert.serving.outputs import token_label_outputs
+from keras_bert.export.serving_module import ServingModule
+from keras_bert.export.task_outputs import token_label_outputs
 
 # What Python's str.split() splits on (str.isspace), in RE2 syntax.
 WORD_SEPARATORS = r"[\t\n\x{0b}\f\r\x{1c}-\x{1f} \x{85}\p{Z}]+"

@@ -1,4 +1,4 @@
-"""Tests of `keras_bert.serving.op_audit`: op lists, SavedModel op listing, targets, errors."""
+"""Tests of `keras_bert.export.op_audit`: op lists, SavedModel op listing, targets, errors."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert.serving.op_audit import (
+from keras_bert.export.op_audit import (
     DEFAULT_TARGET,
     OP_LISTS,
     STRIPPED_OP_LIST,

@@ -1,6 +1,6 @@
 """Runs exported SavedModels as TensorFlow Serving does, in a process without keras_bert.
 
-    python tests/serving/run_session_bundle.py JOBS.json
+    python tests/export/run_session_bundle.py JOBS.json
 
 `JOBS.json` is a list of `{"export": DIR, "signature": NAME, "inputs": IN.npz,
 "outputs": OUT.npz}`. Each export is loaded once through the Session-based SavedModel
@@ -11,7 +11,7 @@ type and message), so a caller can compare refusals too.
 
 Runs under any TensorFlow 2.12+ (the runtime-matrix tests run it in virtual environments
 holding only `tensorflow` and `tensorflow-text`). It loads
-`keras_bert/serving/session_bundle.py` by file path (that file imports only TensorFlow) and
+`keras_bert/export/session_bundle.py` by file path (that file imports only TensorFlow) and
 fails if the `keras_bert` package gets imported.
 """
 
@@ -62,7 +62,7 @@ def load_arrays(path: str) -> dict:
 
 def main(manifest: str) -> None:
     spec = importlib.util.spec_from_file_location(
-        "session_bundle", os.path.join(ROOT, "keras_bert", "serving", "session_bundle.py"))
+        "session_bundle", os.path.join(ROOT, "keras_bert", "export", "session_bundle.py"))
     session_bundle = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(session_bundle)
     import tensorflow as tf

@@ -9,11 +9,11 @@ import tensorflow as tf
 
 from keras_bert.checkpoints import convert
 from keras_bert.embedder import TextEmbedder
-from keras_bert.serving.exporter import export_model
-from keras_bert.serving.versions import atomic_version_dir, existing_versions
-from keras_bert.serving.warmup import read_warmup
+from keras_bert.export.exporter import export_model
+from keras_bert.export.versions import atomic_version_dir, existing_versions
+from keras_bert.export.warmup import read_warmup
+from tests.export.helpers import run_fresh
 from tests.reference import minilm_dir
-from tests.serving.helpers import run_fresh
 
 TEXTS = ["Call me Ishmael.", "", "Naïve café owners ate crème brûlée — twice!",
          "Whenever it is a damp, drizzly November in my soul, I go to sea. " * 30]

@@ -20,8 +20,8 @@ import os
 
 import tensorflow as tf
 
+from keras_bert.export.versions import atomic_dir
 from keras_bert.models.encoder import INPUT_NAMES
-from keras_bert.serving.versions import atomic_dir
 from keras_bert.text.packer import BertPacker
 
 _RAGGED_IDS = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1,

@@ -9,8 +9,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert.cli import main
-from keras_bert.serving.op_audit import load_op_list
-from tests.serving.helpers import make_tiny_model_dir
+from keras_bert.export.op_audit import load_op_list
+from tests.export.helpers import make_tiny_model_dir
 
 
 @pytest.fixture(scope="module")

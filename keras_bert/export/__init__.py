@@ -6,7 +6,7 @@ names against model servers' registries and `runtime_check` loads and runs an ex
 another TensorFlow runtime.
 """
 
-from keras_bert.serving.op_audit import (
+from keras_bert.export.op_audit import (
     DEFAULT_TARGET,
     TARGETS,
     AuditReport,

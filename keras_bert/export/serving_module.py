@@ -8,12 +8,12 @@ graph constant, never a file path), a `BertPacker` and the Keras model, and expo
   clients that tokenize themselves.
 
 String processing is pinned to the host CPU so a GPU model server runs only the network on
-the GPU. Outputs depend on the task (`keras_bert.serving.outputs`); the tagger and span-QA
+the GPU. Outputs depend on the task (`keras_bert.export.task_outputs`); the tagger and span-QA
 exports subclass this module (`tagging.py`, `span_qa.py`) because their text signature
 needs more than the packed ids (word and context offsets).
 
 The module itself is never saved: `endpoints()` gives the functions and input signatures
-that `keras_bert.serving.exporter` hands to `keras.export.ExportArchive`, which stores each
+that `keras_bert.export.exporter` hands to `keras.export.ExportArchive`, which stores each
 variable the functions read exactly once, where TF Serving's SaverDef restores it.
 """
 
@@ -37,7 +37,7 @@ class ServingModule:
       model: a Keras model taking the three id tensors (a dict).
       tokenizer: the `BertTokenizer` of the model.
       outputs_fn: `(model_outputs, packed_inputs) -> dict of named tensors` (the task's
-        postprocessing; see `keras_bert.serving.outputs`).
+        postprocessing; see `keras_bert.export.task_outputs`).
       seq_length: a static sequence length (TPU/XLA serving), or None to pad each batch to
         its longest text, truncated at `max_length`.
       max_length: truncation length when `seq_length` is None.

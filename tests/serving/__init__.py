@@ -1,1 +1,0 @@
-"""Tests of `keras_bert.serving`."""
