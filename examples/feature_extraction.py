@@ -45,7 +45,7 @@ def embed(model_dir, texts: list[str], pooling: str, seq_length: int = 32) -> np
     """`[len(texts), dim]` unit vectors of `texts` with `BertEmbedder(pooling)`."""
     from keras_bert.models import BertEmbedder
     from keras_bert.tasks import TextExample, text_dataset
-    from keras_bert.training.finetune import make_packer
+    from keras_bert.training.finetune_job import make_packer
 
     tokenizer = model_dir.tokenizer()
     embedder = BertEmbedder(model_dir.load_encoder(), pooling=pooling, normalize=True)

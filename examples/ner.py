@@ -93,7 +93,7 @@ def main(argv=None) -> dict:
         args.train_size, args.eval_size, args.epochs, args.seq_length = 160, 48, 1, 48
 
     from keras_bert.cli.predict import predict_tags
-    from keras_bert.training.finetune import FinetuneJob, load_task_model, run_finetuning
+    from keras_bert.training.finetune_job import FinetuneJob, load_task_model, run_finetuning
 
     rows = tagged_corpus()
     n_eval = len(rows) // 5

@@ -104,8 +104,8 @@ def prepare_out(out: str) -> None:
 
 
 def pretrain(out: str, s: Settings) -> dict:
-    """Stage 1: BERT-Tiny on the embedded corpus (`keras_bert.training.pretrain`)."""
-    from keras_bert.training.pretrain import PretrainJob, run_pretraining
+    """Stage 1: BERT-Tiny on the embedded corpus (`keras_bert.training.pretrain_job`)."""
+    from keras_bert.training.pretrain_job import PretrainJob, run_pretraining
 
     metrics = run_pretraining(PretrainJob(
         out=os.path.join(out, "pretrain"), preset="tiny", steps=s.pretrain_steps,
@@ -140,8 +140,8 @@ def build_task(out: str, s: Settings) -> dict[str, str]:
 
 
 def finetune(out: str, model: str, data: dict[str, str], s: Settings) -> dict:
-    """Stage 3: a classifier from the pretrained encoder (`keras_bert.training.finetune`)."""
-    from keras_bert.training.finetune import FinetuneJob, run_finetuning
+    """Stage 3: a classifier from the pretrained encoder (`keras_bert.training.finetune_job`)."""
+    from keras_bert.training.finetune_job import FinetuneJob, run_finetuning
 
     metrics = run_finetuning(FinetuneJob(
         task="classify", model=model, train=data["train"], eval=data["eval"],

@@ -110,7 +110,7 @@ def main(argv=None) -> dict:
 
     from keras_bert.cli.predict import predict_answers
     from keras_bert.tasks import SquadExample
-    from keras_bert.training.finetune import FinetuneJob, load_task_model, run_finetuning
+    from keras_bert.training.finetune_job import FinetuneJob, load_task_model, run_finetuning
 
     train, held_out = squad_json()
     train, held_out = cut(train, args.train_size), cut(held_out, args.eval_size)

@@ -11,7 +11,7 @@ import pytest
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints.model_dir import save_model_dir
 from keras_bert.cli import main as cli
-from keras_bert.visualize.attention import text_attention
+from keras_bert.visualize.attention_maps import text_attention
 from tests import numpy_bert as nb
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "call", "me", "ish", "##mael", ".",

@@ -64,3 +64,13 @@ def test_server_side_loads_no_keras_model_code():
                 and m != "keras_bert"]
     assert "keras_bert.export.exporter" not in server["keras_bert"]
     assert "keras_bert.export.serving_module" not in server["keras_bert"]
+
+
+def test_module_names_say_what_they_are_once():
+    # A file name names one thing: no two modules of the package share a name.
+    names: dict[str, list[str]] = {}
+    for root, _, files in os.walk(os.path.join(REPO, "keras_bert")):
+        for name in files:
+            if name.endswith(".py") and name != "__init__.py":
+                names.setdefault(name, []).append(os.path.relpath(os.path.join(root, name), REPO))
+    assert {n: paths for n, paths in names.items() if len(paths) > 1} == {}

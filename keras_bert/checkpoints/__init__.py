@@ -1,6 +1,6 @@
 """Checkpoint import/export: Google TF1, Hugging Face safetensors, keras_bert model dirs."""
 
-from keras_bert.checkpoints.convert import convert, detect_format
+from keras_bert.checkpoints.conversion import convert, detect_format
 from keras_bert.checkpoints.google import load_google_dir, save_google_dir
 from keras_bert.checkpoints.huggingface import load_hf_dir, save_hf_dir
 from keras_bert.checkpoints.mapping import CheckpointMismatchError

@@ -25,7 +25,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     """Computes the attention probabilities, draws them and prints where the PNG went."""
     from keras_bert.checkpoints.model_dir import load_model_dir
-    from keras_bert.visualize.attention import plot_attention, text_attention
+    from keras_bert.visualize.attention_maps import plot_attention, text_attention
 
     model_dir = load_model_dir(args.model_dir)
     tokens, probs = text_attention(model_dir, args.text, args.text_b, args.max_length)

@@ -34,7 +34,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     """Converts and prints a one-line summary."""
     if args.to != "keras_bert":
-        from keras_bert.checkpoints.convert import write_checkpoint
+        from keras_bert.checkpoints.conversion import write_checkpoint
 
         path = write_checkpoint(args.src, args.dest, args.to, lower_case=args.lower_case)
         print(f"wrote {os.path.abspath(path)}: {args.to} checkpoint with vocab.txt")

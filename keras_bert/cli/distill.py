@@ -37,7 +37,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Runs the distillation and prints the comparison."""
-    from keras_bert.training.distill import DistillJob, format_comparison, run_distillation
+    from keras_bert.training.distill_job import DistillJob, format_comparison, run_distillation
 
     job = DistillJob(
         teacher=args.teacher, train=args.train, eval=args.eval, out=args.out,

@@ -24,7 +24,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     """Encodes stdin in batches and streams JSON lines to stdout."""
     from keras_bert.checkpoints import load_model_dir
-    from keras_bert.embedder import TextEmbedder
+    from keras_bert.text_embedder import TextEmbedder
 
     model_dir = load_model_dir(args.model_dir)
     embedder = TextEmbedder(model_dir.load_encoder(), model_dir.tokenizer(),

@@ -52,7 +52,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Runs the job and prints the final metrics."""
-    from keras_bert.training.pretrain import PretrainJob, run_pretraining
+    from keras_bert.training.pretrain_job import PretrainJob, run_pretraining
 
     job = PretrainJob(
         out=args.out, preset=args.preset, corpus=args.corpus, corpus_format=args.format,

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert.layers.activations import get_activation
-from keras_bert.layers.attention import BertSelfAttention
+from keras_bert.layers.self_attention import BertSelfAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -8,10 +8,10 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.checkpoints import convert
-from keras_bert.embedder import TextEmbedder
 from keras_bert.export.exporter import export_model
 from keras_bert.export.versions import atomic_version_dir, existing_versions
 from keras_bert.export.warmup import read_warmup
+from keras_bert.text_embedder import TextEmbedder
 from tests.export.helpers import run_fresh
 from tests.reference import minilm_dir
 

@@ -14,7 +14,7 @@ from keras_bert.checkpoints.model_dir import load_model_dir
 from keras_bert.checkpoints.task_dir import load_task_model, save_task_model
 from keras_bert.models import BertClassifier
 from keras_bert.tasks import LabelVocab
-from keras_bert.training.distill import Distiller, distillation_loss, forward_throughput
+from keras_bert.training.distill_job import Distiller, distillation_loss, forward_throughput
 from tests.conftest import TINY_CONFIG_KWARGS
 from tests.training.test_finetune import _classify_files, _run, model_dir  # noqa: F401
 

@@ -27,7 +27,7 @@ import pytest
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints.model_dir import save_model_dir
 from keras_bert.cli import main
-from keras_bert.training.finetune import FinetuneJob, load_task_model, run_finetuning
+from keras_bert.training.finetune_job import FinetuneJob, load_task_model, run_finetuning
 
 FILLER = ["the", "ship", "sea", "sailed", "over", "a", "calm", "grey", "morning", "crew",
           "sang", "of", "home", "and", "wind", "is", "what", "?", "."]

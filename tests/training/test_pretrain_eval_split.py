@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.data.corpus import default_corpus_files, guess_format, read_documents
-from keras_bert.training.pretrain import nsp_majority_baseline, split_documents
+from keras_bert.training.pretrain_job import nsp_majority_baseline, split_documents
 
 
 def _sources(*sizes):

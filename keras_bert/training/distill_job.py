@@ -30,7 +30,7 @@ from keras_bert.config import BertConfig
 from keras_bert.models.classifier import BertClassifier
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
 from keras_bert.tasks import readers
-from keras_bert.training.finetune import make_packer, write_json
+from keras_bert.training.finetune_job import make_packer, write_json
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
 
