@@ -79,20 +79,19 @@ def main(argv=None) -> dict:
     from keras_bert.models import BertClassifier
     from keras_bert.tasks import LabelVocab, classification_dataset, encode_labels
     from keras_bert.training import create_optimizer
-    from keras_bert.training.finetune_job import compile_task_model, make_packer
+    from keras_bert.training.finetune_job import compile_task_model
 
     keras.utils.set_random_seed(12345)
     train, held_out = book_or_speech(128 if args.quick else 1200)
     epochs = 1 if args.quick else args.epochs
     model_dir = (load_model_dir(args.model) if args.model
                  else tiny_model_dir(os.path.join(args.out, "tiny")))
-    tokenizer = model_dir.tokenizer()
-    packer = make_packer(tokenizer, args.seq_length)
+    preprocessor = model_dir.preprocessor().with_length(args.seq_length)
     labels = LabelVocab.from_labels(ex.label for ex in train)
     global_batch = args.per_replica_batch * replicas
-    train_ds = classification_dataset(train, tokenizer, packer, labels, batch_size=global_batch,
+    train_ds = classification_dataset(train, preprocessor, labels, batch_size=global_batch,
                                       shuffle_buffer=len(train), seed=1, drop_remainder=True)
-    eval_ds = classification_dataset(held_out, tokenizer, packer, labels, batch_size=32)
+    eval_ds = classification_dataset(held_out, preprocessor, labels, batch_size=32)
     steps = (len(train) // global_batch) * epochs
     with strategy.scope():
         model = BertClassifier(model_dir.load_encoder(), len(labels))

@@ -61,8 +61,8 @@ def main(argv=None) -> int:
           f"{'uncased' if model_dir.lower_case else 'cased'}")
 
     t = _step(f"embedding {len(SENTENCES)} sentences ({pooling} pooling)")
-    tokenizer = model_dir.tokenizer()
-    embedder = TextEmbedder(model_dir.load_encoder(), tokenizer, seq_length=128, pooling=pooling)
+    embedder = TextEmbedder(model_dir.load_encoder(), model_dir.preprocessor(), seq_length=128,
+                            pooling=pooling)
     vectors = embedder(SENTENCES)
     print(f"    {vectors.shape[0]} x {vectors.shape[1]} floats in {time.perf_counter() - t:.1f}s")
 

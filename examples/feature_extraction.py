@@ -45,12 +45,10 @@ def embed(model_dir, texts: list[str], pooling: str, seq_length: int = 32) -> np
     """`[len(texts), dim]` unit vectors of `texts` with `BertEmbedder(pooling)`."""
     from keras_bert.models import BertEmbedder
     from keras_bert.tasks import TextExample, text_dataset
-    from keras_bert.training.finetune_job import make_packer
 
-    tokenizer = model_dir.tokenizer()
+    preprocessor = model_dir.preprocessor().with_length(seq_length)
     embedder = BertEmbedder(model_dir.load_encoder(), pooling=pooling, normalize=True)
-    inputs = text_dataset([TextExample(t) for t in texts], tokenizer,
-                          make_packer(tokenizer, seq_length), batch_size=len(texts))
+    inputs = text_dataset([TextExample(t) for t in texts], preprocessor, batch_size=len(texts))
     return np.asarray(embedder.predict(inputs, verbose=0))
 
 

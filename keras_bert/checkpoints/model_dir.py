@@ -4,6 +4,9 @@
       keras_bert.json        config, tokenizer settings, weight file, provenance
       vocab.txt              WordPiece vocabulary
       encoder.weights.h5     Keras weights of the `BertEncoder`
+
+The manifest's `tokenizer` block (casing) and `preprocessor` block (sequence lengths) with
+`vocab.txt` rebuild the model's one `BertPreprocessor` (`ModelDir.preprocessor()`).
 """
 
 from __future__ import annotations
@@ -48,10 +51,32 @@ class ModelDir:
 
         return BertTokenizer(self.vocab_file, lower_case=self.lower_case, **kwargs)
 
+    @property
+    def preprocessor_settings(self) -> dict[str, int | None]:
+        """`seq_length` and `max_length` of the model's preprocessor: as saved, else the
+        task's training length, else padding to the longest text of at most 512 tokens."""
+        saved = self.metadata.get("preprocessor") or {}
+        if saved:
+            return {"seq_length": saved.get("seq_length"), "max_length": saved["max_length"]}
+        trained = (self.metadata.get("task") or {}).get("seq_length")
+        if trained:
+            return {"seq_length": int(trained), "max_length": int(trained)}
+        return {"seq_length": None,
+                "max_length": min(512, self.config.max_position_embeddings)}
+
+    def preprocessor(self, tokenizer=None):
+        """The model's `keras_bert.text.BertPreprocessor` (see `preprocessor_settings`)."""
+        from keras_bert.text.preprocessor import BertPreprocessor
+
+        return BertPreprocessor(tokenizer or self.tokenizer(), **self.preprocessor_settings)
+
 
 def save_model_dir(encoder: BertEncoder, path: str, vocab_file: str, lower_case: bool,
-                   metadata: dict[str, Any] | None = None) -> ModelDir:
+                   metadata: dict[str, Any] | None = None, preprocessor=None) -> ModelDir:
     """Writes `encoder`, its vocab and tokenizer settings as a keras_bert model directory.
+
+    `preprocessor` (a `BertPreprocessor`) records the sequence lengths the model was
+    trained with under `metadata.preprocessor`; its casing must be `lower_case`.
 
     The directory is written beside its final place and renamed into it, so an interrupted
     write never leaves a half-written model directory.
@@ -61,6 +86,12 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab_file: str, lower_case:
     if os.path.isdir(path) and os.listdir(path) and not is_model_dir:
         raise FileExistsError(f"{path} exists and is not a keras_bert model directory; "
                               "refusing to overwrite it")
+    metadata = dict(metadata or {})
+    if preprocessor is not None:
+        if preprocessor.tokenizer.lower_case != bool(lower_case):
+            raise ValueError("the preprocessor's casing differs from lower_case")
+        metadata["preprocessor"] = {"seq_length": preprocessor.seq_length,
+                                    "max_length": preprocessor.max_length}
     tmp = f"{path}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
@@ -68,7 +99,7 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab_file: str, lower_case:
     encoder.save_weights(os.path.join(tmp, ENCODER_WEIGHTS))
     manifest = {"format_version": FORMAT_VERSION, "config": encoder.config.to_dict(),
                 "tokenizer": {"vocab_file": "vocab.txt", "lower_case": bool(lower_case)},
-                "weights": ENCODER_WEIGHTS, "metadata": metadata or {}}
+                "weights": ENCODER_WEIGHTS, "metadata": metadata}
     with open(os.path.join(tmp, MANIFEST), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")

@@ -36,16 +36,22 @@ class TaskModel:
     """What `load_task_model` returns.
 
     `model`: the Keras task model (`BertClassifier`, `BertTagger`, `BertSpanQA` or
-    `BertEmbedder`); `tokenizer`: its `BertTokenizer`; `labels`: the `LabelVocab`
+    `BertEmbedder`); `preprocessor`: its `BertPreprocessor` (the one the model was trained
+    with: vocabulary, casing, sequence length); `labels`: the `LabelVocab`
     (`None` for regress, squad, embed); `task`: the task metadata (see the module
     docstring); `model_dir`: the underlying `ModelDir`.
     """
 
     model: Any
-    tokenizer: Any
+    preprocessor: Any
     labels: LabelVocab | None
     task: dict
     model_dir: ModelDir
+
+    @property
+    def tokenizer(self):
+        """The preprocessor's `BertTokenizer`."""
+        return self.preprocessor.tokenizer
 
     @property
     def kind(self) -> str:
@@ -60,7 +66,7 @@ class TaskModel:
 
 def save_task_model(model, path: str, vocab_file: str, lower_case: bool, task: dict,
                     labels: LabelVocab | None = None,
-                    metadata: dict[str, Any] | None = None) -> ModelDir:
+                    metadata: dict[str, Any] | None = None, preprocessor=None) -> ModelDir:
     """Writes a fine-tuned task model as a model directory (see the module docstring).
 
     Args:
@@ -70,6 +76,8 @@ def save_task_model(model, path: str, vocab_file: str, lower_case: bool, task: d
       task: the task block; it needs `kind` (one of `TASK_KINDS`).
       labels: the label vocabulary (classify, tag).
       metadata: more provenance to record beside `task`.
+      preprocessor: the `BertPreprocessor` the model was trained with (its lengths are
+        recorded; see `keras_bert.checkpoints.model_dir`).
 
     The directory is assembled beside `path` and renamed into place.
     """
@@ -82,7 +90,7 @@ def save_task_model(model, path: str, vocab_file: str, lower_case: bool, task: d
     if labels is not None:
         task["labels"] = labels.names
     save_model_dir(model.encoder, tmp, vocab_file, lower_case,
-                   metadata={**(metadata or {}), "task": task})
+                   metadata={**(metadata or {}), "task": task}, preprocessor=preprocessor)
     save_head_weights(model.head_layers, os.path.join(tmp, HEAD_WEIGHTS))
     if labels is not None:
         labels.save(os.path.join(tmp, LABELS_FILENAME))
@@ -156,7 +164,8 @@ def load_task_model(model_dir: str, dtype=None) -> TaskModel:
     weights loaded; inputs `input_word_ids`, `input_mask`, `input_type_ids`; outputs float32
     logits `[batch, num_classes]` (classify), `[batch, 1]` (regress), `[batch, seq,
     num_tags]` (tag), `{"start_logits", "end_logits"}` (squad) or `[batch, dim]` vectors
-    (embed)), `.tokenizer` (the `BertTokenizer`), `.labels` (the `LabelVocab` from
+    (embed)), `.preprocessor` (the `BertPreprocessor` it was trained with; `.tokenizer`
+    is its tokenizer), `.labels` (the `LabelVocab` from
     `labels.txt`, or `None`), `.task` (the task metadata dict) and `.model_dir`.
 
     A plain model directory (no task block) loads as a `BertEmbedder` with mean pooling.
@@ -181,7 +190,7 @@ def load_task_model(model_dir: str, dtype=None) -> TaskModel:
         if not os.path.exists(head_path):
             raise FileNotFoundError(f"{source.path}: no {HEAD_WEIGHTS} for the {kind} head")
         load_head_weights(model.head_layers, head_path)
-    return TaskModel(model, source.tokenizer(), labels, task, source)
+    return TaskModel(model, source.preprocessor(), labels, task, source)
 
 
 __all__ = ["HEAD_WEIGHTS", "TASK_KINDS", "TaskModel", "build_task_model", "load_head_weights",

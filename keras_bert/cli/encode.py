@@ -27,7 +27,7 @@ def run(args) -> int:
     from keras_bert.text_embedder import TextEmbedder
 
     model_dir = load_model_dir(args.model_dir)
-    embedder = TextEmbedder(model_dir.load_encoder(), model_dir.tokenizer(),
+    embedder = TextEmbedder(model_dir.load_encoder(), model_dir.preprocessor(),
                             seq_length=args.seq_length, pooling=args.pooling)
     batch = []
     for line in sys.stdin:

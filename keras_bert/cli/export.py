@@ -45,7 +45,7 @@ def run(args) -> int:
         from keras_bert.export.hub_pair import export_hub_pair
 
         model_dir = load_model_dir(args.model_dir)
-        paths = export_hub_pair(model_dir.load_encoder(), model_dir.tokenizer(), args.base_dir,
+        paths = export_hub_pair(model_dir.load_encoder(), model_dir.preprocessor(), args.base_dir,
                                 default_seq_length=args.seq_length or 128)
         if not args.no_audit:
             from keras_bert.export.op_audit import check

@@ -161,9 +161,8 @@ def read_questions(source: str):
 def predict_sentences(loaded, examples, seq_length: int, batch_size: int = 32) -> list[dict]:
     """classify: `{"label", "probabilities"}`; regress: `{"score"}`, one per example."""
     from keras_bert.tasks.readers import text_dataset
-    from keras_bert.training.finetune_job import make_packer
 
-    dataset = text_dataset(examples, loaded.tokenizer, make_packer(loaded.tokenizer, seq_length),
+    dataset = text_dataset(examples, loaded.preprocessor.with_length(seq_length),
                            batch_size=batch_size)
     logits = np.asarray(loaded.model.predict(dataset, verbose=0), np.float64)
     if loaded.kind == "regress":

@@ -58,50 +58,46 @@ def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
                          ) -> tuple[ServingModule, str, dict]:
     """The `ServingModule` for a model directory: `(module, task, asset files)`.
 
-    Texts are truncated at `seq_length`, else `max_length`, else the task's training
-    sequence length (encoders: their `max_position_embeddings`, at most 512). Taggers get a
+    The module holds the model's own `BertPreprocessor` (`ModelDir.preprocessor()`): texts
+    are padded to `seq_length` if given (static shapes), else to each batch's longest text,
+    and truncated at `seq_length`, else `max_length`, else the training sequence length
+    (encoders: their `max_position_embeddings`, at most 512). Taggers get a
     `TaggerServingModule`, span-QA models a `SpanQAServingModule` (`null_score_threshold`:
     SQuAD v2.0's "no answer" margin).
     """
     task = dict(model_dir.metadata.get("task") or {"kind": "embed"})
     kind = task["kind"]
-    tokenizer = model_dir.tokenizer()
     assets = {"vocab.txt": model_dir.vocab_file}
-    max_length = int(max_length or task.get("seq_length")
-                     or min(512, model_dir.config.max_position_embeddings))
     if kind == "embed":
         model = model_dir.load_encoder()
+        trained = model_dir.preprocessor()
         outputs = embedding_outputs(pooling or task.get("pooling", "pooled"))
         pair = False
     else:
         from keras_bert.checkpoints.task_dir import load_task_model
 
         loaded = load_task_model(model_dir.path)
-        model, pair = loaded.model, bool(task.get("pair", False))
-        if kind == "classify":
-            outputs = classification_outputs(list(loaded.labels.names))
-            assets["labels.txt"] = os.path.join(model_dir.path, "labels.txt")
-        elif kind == "regress":
-            outputs = regression_outputs()
-        elif kind == "tag":
-            assets["labels.txt"] = os.path.join(model_dir.path, "labels.txt")
-            module = TaggerServingModule(model, tokenizer, list(loaded.labels.names),
-                                         seq_length=seq_length, max_length=max_length)
-            return module, kind, assets
-        elif kind == "squad":
-            module = SpanQAServingModule(
-                model, tokenizer, seq_length=seq_length, max_length=max_length,
-                max_query_length=int(task.get("max_query_length", 64)),
-                doc_stride=int(task.get("doc_stride", 128)),
-                allow_no_answer=bool(task.get("version_2", False)),
-                null_score_threshold=null_score_threshold)
-            return module, kind, assets
-        else:
-            raise ValueError(f"Cannot export task {kind!r}: expected one of classify, "
-                             "regress, tag, squad or embed")
-    module = ServingModule(model, tokenizer, outputs, seq_length=seq_length,
-                           max_length=max_length, pair=pair)
-    return module, kind, assets
+        model, trained, pair = loaded.model, loaded.preprocessor, bool(task.get("pair", False))
+    preprocessor = trained.with_length(seq_length, seq_length or max_length or trained.max_length)
+    if kind == "classify":
+        outputs = classification_outputs(list(loaded.labels.names))
+        assets["labels.txt"] = os.path.join(model_dir.path, "labels.txt")
+    elif kind == "regress":
+        outputs = regression_outputs()
+    elif kind == "tag":
+        assets["labels.txt"] = os.path.join(model_dir.path, "labels.txt")
+        return TaggerServingModule(model, preprocessor, list(loaded.labels.names)), kind, assets
+    elif kind == "squad":
+        module = SpanQAServingModule(
+            model, preprocessor, max_query_length=int(task.get("max_query_length", 64)),
+            doc_stride=int(task.get("doc_stride", 128)),
+            allow_no_answer=bool(task.get("version_2", False)),
+            null_score_threshold=null_score_threshold)
+        return module, kind, assets
+    elif kind != "embed":
+        raise ValueError(f"Cannot export task {kind!r}: expected one of classify, "
+                         "regress, tag, squad or embed")
+    return ServingModule(model, preprocessor, outputs, pair=pair), kind, assets
 
 
 def export_model(model_dir: str, base_dir: str, version: int | None = None,
@@ -121,7 +117,7 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
     module, kind, assets = build_serving_module(source, seq_length, pooling, max_length,
                                                 null_score_threshold)
     with atomic_version_dir(base_dir, version) as (tmp, number):
-        write_saved_model(tmp, module.endpoints(), resources=[module.tokenizer])
+        write_saved_model(tmp, module.endpoints(), resources=[module.preprocessor])
         copy_assets(tmp, assets)
         if target:
             from keras_bert.export.op_audit import check
@@ -139,7 +135,7 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
 def write_saved_model(path: str, endpoints: dict[str, Endpoint], resources=()) -> None:
     """Writes `endpoints` (`{signature: (function, input signature)}`) as a SavedModel
     with `keras.export.ExportArchive`; `resources` are trackables holding TF resources the
-    functions use (the tokenizer's vocabulary table). The variables are those the
+    functions use (the preprocessor, with the tokenizer's vocabulary table). The variables are those the
     functions read, each stored once."""
     archive = keras.export.ExportArchive()
     for resource in resources:

@@ -53,23 +53,20 @@ def save_functions(path: str, functions: dict, signatures: dict, concrete_functi
     tf.saved_model.save(root, path, signatures=signatures)
 
 
-def preprocess_functions(tokenizer, default_seq_length: int = 128) -> dict:
-    """`tokenize`, `bert_pack_inputs` and `__call__` of the preprocess module."""
-    special = tokenizer.special_token_ids
-
-    def pack(segments, seq_length):
-        return BertPacker(seq_length, special["cls"], special["sep"], special["pad"])(
-            list(segments))
+def preprocess_functions(preprocessor, default_seq_length: int = 128) -> dict:
+    """`tokenize`, `bert_pack_inputs` and `__call__` of the preprocess module, all from the
+    model's `BertPreprocessor` (its tokenizer, its packing rules)."""
+    fixed = preprocessor.with_length(default_seq_length)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(text):
         """`[batch]` strings -> RaggedTensor of wordpiece ids `[batch, (tokens)]`."""
-        return tokenizer.tokenize(text).with_row_splits_dtype(tf.int64)
+        return preprocessor.tokenize(text).with_row_splits_dtype(tf.int64)
 
     @tf.function
     def bert_pack_inputs(segments, seq_length):
         """One or two segments of ragged ids -> the three id tensors `[batch, seq_length]`."""
-        return pack(segments, seq_length)
+        return BertPacker.for_tokenizer(preprocessor.tokenizer, seq_length)(list(segments))
 
     for count in (1, 2):
         bert_pack_inputs.get_concrete_function([_RAGGED_IDS] * count,
@@ -78,7 +75,7 @@ def preprocess_functions(tokenizer, default_seq_length: int = 128) -> dict:
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def call(text):
         """`[batch]` strings -> the three id tensors `[batch, default_seq_length]`."""
-        return pack([tokenize(text)], default_seq_length)
+        return fixed(text)
 
     return {"tokenize": tokenize, "bert_pack_inputs": bert_pack_inputs, "__call__": call}
 
@@ -119,7 +116,7 @@ def encoder_functions(encoder, pretrainer=None) -> dict:
     return functions
 
 
-def export_hub_pair(encoder, tokenizer, out_dir: str, pretrainer=None,
+def export_hub_pair(encoder, preprocessor, out_dir: str, pretrainer=None,
                     default_seq_length: int = 128) -> dict[str, str]:
     """Writes `out_dir/preprocess` and `out_dir/encoder`, built in temporary directories
     and renamed into place when both are complete (a failure leaves neither; an existing
@@ -129,13 +126,13 @@ def export_hub_pair(encoder, tokenizer, out_dir: str, pretrainer=None,
     for path in paths.values():
         if os.path.exists(path):
             raise FileExistsError(f"{path} exists; export to another directory")
-    preprocess = preprocess_functions(tokenizer, default_seq_length)
+    preprocess = preprocess_functions(preprocessor, default_seq_length)
     encoder_fns = encoder_functions(encoder, pretrainer)
     serve = encoder_fns.pop("serving_default")
     # Both are built before either appears: a failure leaves neither.
     with atomic_dir(paths["preprocess"]) as tmp_pre, atomic_dir(paths["encoder"]) as tmp_enc:
         # The tokenizer holds no variable: its vocabulary is a constant and a table.
-        save_functions(tmp_pre, preprocess, resources=[tokenizer],
+        save_functions(tmp_pre, preprocess, resources=[preprocessor],
                        signatures={"serving_default": preprocess["__call__"]
                                    .get_concrete_function()})
         traces = [fn.get_concrete_function() for fn in (*encoder_fns.values(), serve)]

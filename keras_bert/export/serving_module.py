@@ -1,11 +1,14 @@
 """`ServingModule`: raw strings in, the task's named outputs out, as one SavedModel.
 
-The module holds the very `BertTokenizer` the training pipeline used (its vocabulary is a
-graph constant, never a file path), a `BertPacker` and the Keras model, and exposes:
+The module holds the model's `BertPreprocessor` -- the object its training pipeline mapped
+over the data (vocabulary and casing from the model directory; the vocabulary is a graph
+constant, never a file path) -- and the Keras model, and exposes:
 
 - `serving_default`: `text` (and `text_b` for pair tasks), `[batch]` strings -> outputs;
 - `serve_ids`: `input_word_ids`, `input_mask`, `input_type_ids` -> the same outputs, for
-  clients that tokenize themselves.
+  clients that tokenize themselves;
+- `preprocess`: the `serving_default` inputs -> the model inputs the preprocessor makes of
+  them (what `serving_default` feeds the model), for clients and checks.
 
 String processing is pinned to the host CPU so a GPU model server runs only the network on
 the GPU. Outputs depend on the task (`keras_bert.export.task_outputs`); the tagger and span-QA
@@ -25,7 +28,6 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.models.encoder import INPUT_NAMES
-from keras_bert.text.packer import BertPacker
 
 Endpoint = tuple[Callable, list[tf.TensorSpec]]
 
@@ -35,33 +37,26 @@ class ServingModule:
 
     Args:
       model: a Keras model taking the three id tensors (a dict).
-      tokenizer: the `BertTokenizer` of the model.
+      preprocessor: the model's `BertPreprocessor` at the serving length: a fixed
+        `seq_length` (TPU/XLA serving), or None to pad each batch to its longest text,
+        truncated at its `max_length` (see `BertPreprocessor.with_length`).
       outputs_fn: `(model_outputs, packed_inputs) -> dict of named tensors` (the task's
         postprocessing; see `keras_bert.export.task_outputs`).
-      seq_length: a static sequence length (TPU/XLA serving), or None to pad each batch to
-        its longest text, truncated at `max_length`.
-      max_length: truncation length when `seq_length` is None.
       pair: whether `serving_default` takes `text_b` too.
     """
 
-    def __init__(self, model, tokenizer, outputs_fn: Callable, seq_length: int | None = None,
-                 max_length: int = 128, pair: bool = False):
+    def __init__(self, model, preprocessor, outputs_fn: Callable, pair: bool = False):
         self.model = model
-        self.tokenizer = tokenizer
+        self.preprocessor = preprocessor
+        self.tokenizer = preprocessor.tokenizer
+        self.packer = preprocessor.packer
         self.outputs_fn = outputs_fn
-        ids = tokenizer.special_token_ids
-        self.packer = BertPacker(seq_length, ids["cls"], ids["sep"], ids["pad"],
-                                 max_length=seq_length or max_length)
-        self.seq_length = seq_length
+        self.seq_length = preprocessor.seq_length
         self.pair = pair
 
     def preprocess(self, text, text_b=None) -> dict:
-        """Strings -> packed int32 inputs, computed on the host CPU."""
-        with tf.device("/CPU:0"):
-            segments = [self.tokenizer.tokenize(text)]
-            if text_b is not None:
-                segments.append(self.tokenizer.tokenize(text_b))
-            return self.packer(segments)
+        """Strings -> packed int32 inputs (the preprocessor's, on the host CPU)."""
+        return self.preprocessor(text if text_b is None else (text, text_b))
 
     def run(self, inputs: dict) -> dict:
         """Packed inputs -> the task's named outputs."""
@@ -103,9 +98,24 @@ class ServingModule:
                              "input_type_ids": input_type_ids})
         return serve_ids, specs
 
+    def preprocess_endpoint(self) -> Endpoint:
+        """`preprocess`: the `serving_default` inputs -> the model inputs made of them.
+
+        Subclasses whose text signature differs (tagging, question answering) override it.
+        """
+        specs = [tf.TensorSpec([None], tf.string, name="text")]
+        if self.pair:
+            specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
+            return self.preprocess, specs
+
+        def preprocess(text):
+            return self.preprocess(text)
+        return preprocess, specs
+
     def endpoints(self) -> dict[str, Endpoint]:
         """`{signature name: (function, input signature)}` of the export."""
-        return {"serving_default": self.text_endpoint(), "serve_ids": self.ids_endpoint()}
+        return {"serving_default": self.text_endpoint(), "serve_ids": self.ids_endpoint(),
+                "preprocess": self.preprocess_endpoint()}
 
     def text_function(self) -> tf.types.experimental.ConcreteFunction:
         """`serving_default` traced in this process (what the export holds)."""

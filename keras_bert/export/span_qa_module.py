@@ -92,8 +92,8 @@ class SpanQAServingModule(ServingModule):
 
     Args:
       model: the `BertSpanQA` (outputs `start_logits`, `end_logits`).
-      tokenizer: its `BertTokenizer`.
-      seq_length, max_length: as for `ServingModule` (`max_length`: the training length).
+      preprocessor: its `BertPreprocessor` at the serving length (as for `ServingModule`;
+        its `max_length`: the training length).
       max_query_length: question wordpieces kept (the training setting).
       doc_stride: how far the windows over a long context advance (the training setting).
       allow_no_answer: SQuAD v2.0 decoding (the answer may be "").
@@ -101,11 +101,10 @@ class SpanQAServingModule(ServingModule):
         `keras_bert.tasks.squad.decode_predictions`).
     """
 
-    def __init__(self, model, tokenizer, seq_length: int | None = None, max_length: int = 384,
-                 max_query_length: int = 64, doc_stride: int = 128,
+    def __init__(self, model, preprocessor, max_query_length: int = 64, doc_stride: int = 128,
                  allow_no_answer: bool = False, null_score_threshold: float = 0.0,
                  n_best: int = 20, max_answer_length: int = 30):
-        length = seq_length or max_length
+        length = preprocessor.max_length
         if length < max_query_length + 4:
             raise ValueError(f"sequence length {length} must leave room for the question "
                              f"({max_query_length} wordpieces), 3 special tokens and context")
@@ -114,8 +113,7 @@ class SpanQAServingModule(ServingModule):
         self.decoding = dict(n_best=int(n_best), max_answer_length=int(max_answer_length),
                              allow_no_answer=bool(allow_no_answer),
                              null_score_threshold=float(null_score_threshold))
-        super().__init__(model, tokenizer, self._ids_outputs, seq_length=seq_length,
-                         max_length=max_length, pair=True)
+        super().__init__(model, preprocessor, self._ids_outputs, pair=True)
         self.max_query_length = int(max_query_length)
         self.doc_stride = int(doc_stride)
 
@@ -135,11 +133,13 @@ class SpanQAServingModule(ServingModule):
                            tf.reduce_sum(mask, axis=1) - 1, **self.decoding)
         return {"start_logits": start_logits, "end_logits": end_logits, **spans}
 
-    def answer(self, question, context) -> dict:
-        """`serving_default`: the answer of each (question, context) pair.
+    def windows(self, question, context) -> dict:
+        """The packed windows of each (question, context) pair (host CPU).
 
-        Every window of every pair goes through the model as one batch; each window is
-        decoded on its own, then each pair keeps its best window's span.
+        Returns `inputs` (the model inputs, one row per window), `windows` (a `Windows`),
+        `begin` (each window's first context column), `first` (its first context token in
+        the flat context ids), `max_context` (the columns whose max-context window is this
+        one) and the context tokens' byte `starts` / `ends` (ragged, per pair).
         """
         with tf.device("/CPU:0"):
             query = self.tokenizer.tokenize(question)
@@ -155,6 +155,19 @@ class SpanQAServingModule(ServingModule):
             begin = tf.cast(window_query.row_lengths(), tf.int64) + 2
             max_context = is_max_context(windows, begin,
                                          tf.shape(inputs["input_word_ids"])[1])
+        return {"inputs": inputs, "windows": windows, "begin": begin, "first": first,
+                "max_context": max_context, "starts": starts, "ends": ends}
+
+    def answer(self, question, context) -> dict:
+        """`serving_default`: the answer of each (question, context) pair.
+
+        Every window of every pair goes through the model as one batch; each window is
+        decoded on its own, then each pair keeps its best window's span.
+        """
+        packed = self.windows(question, context)
+        inputs, windows, begin = packed["inputs"], packed["windows"], packed["begin"]
+        first, max_context = packed["first"], packed["max_context"]
+        starts, ends = packed["starts"], packed["ends"]
         start_logits, end_logits = self._logits(inputs)
         decoding = dict(self.decoding, allow_no_answer=False)  # "no answer": per pair below
         spans = best_spans(start_logits, end_logits, begin, begin + windows.length,
@@ -202,5 +215,17 @@ class SpanQAServingModule(ServingModule):
 
     def text_endpoint(self):
         """`serving_default`: `question`, `context` -> `answer`, `start`, `end`, `score`."""
-        return self.answer, [tf.TensorSpec([None], tf.string, name="question"),
-                             tf.TensorSpec([None], tf.string, name="context")]
+        return self.answer, _TEXT_SPECS
+
+    def preprocess_endpoint(self):
+        """`preprocess`: `question`, `context` -> the windows' model inputs (one row per
+        window) and `window_row`, the pair each window belongs to."""
+
+        def preprocess(question, context):
+            packed = self.windows(question, context)
+            return {**packed["inputs"], "window_row": packed["windows"].example}
+        return preprocess, _TEXT_SPECS
+
+
+_TEXT_SPECS = [tf.TensorSpec([None], tf.string, name="question"),
+               tf.TensorSpec([None], tf.string, name="context")]

@@ -43,15 +43,12 @@ class TaggerServingModule(ServingModule):
 
     Args:
       model: the `BertTagger` (logits `[batch, seq, tags]`).
-      tokenizer: its `BertTokenizer`.
+      preprocessor: its `BertPreprocessor` at the serving length (as for `ServingModule`).
       label_names: the tag names, by label id (the tagger's `labels.txt`).
-      seq_length, max_length: as for `ServingModule` (`max_length`: the training length).
     """
 
-    def __init__(self, model, tokenizer, label_names: list[str], seq_length: int | None = None,
-                 max_length: int = 128):
-        super().__init__(model, tokenizer, token_label_outputs(list(label_names)),
-                         seq_length=seq_length, max_length=max_length)
+    def __init__(self, model, preprocessor, label_names: list[str]):
+        super().__init__(model, preprocessor, token_label_outputs(list(label_names)))
         self.label_names = list(label_names)
 
     def words(self, text) -> dict:
@@ -122,3 +119,10 @@ class TaggerServingModule(ServingModule):
     def text_endpoint(self):
         """`serving_default`: `text` -> word-level labels."""
         return self.tag, [tf.TensorSpec([None], tf.string, name="text")]
+
+    def preprocess_endpoint(self):
+        """`preprocess`: `text` -> the model inputs of its words."""
+
+        def preprocess(text):
+            return self.words(text)["inputs"]
+        return preprocess, [tf.TensorSpec([None], tf.string, name="text")]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import keras
 
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.models.pooling import POOLING_MODES
+from keras_bert.models.pooling import POOLING_MODES, pooled_vector
 
 
 def task_inputs() -> dict:
@@ -45,46 +45,6 @@ def check_encoder(encoder, model_name: str) -> None:
     """`TypeError` unless `encoder` is a `BertEncoder`."""
     if not isinstance(encoder, BertEncoder):
         raise TypeError(f"{model_name} needs a BertEncoder, got {type(encoder).__name__}")
-
-
-@keras.saving.register_keras_serializable(package="keras_bert")
-class MaskedMeanPooling(keras.layers.Layer):
-    """Average of `sequence` over the positions where `input_mask` is 1 (`[batch, hidden]`)."""
-
-    def call(self, sequence, input_mask):
-        """Masked mean over the sequence axis."""
-        mask = keras.ops.cast(input_mask, sequence.dtype)[:, :, None]
-        total = keras.ops.sum(sequence * mask, axis=1)
-        return total / keras.ops.maximum(keras.ops.sum(mask, axis=1), 1.0)
-
-    def compute_output_shape(self, sequence_shape, input_mask_shape=None):
-        """`[batch, hidden]`."""
-        return (sequence_shape[0], sequence_shape[2])
-
-
-@keras.saving.register_keras_serializable(package="keras_bert")
-class ClsToken(keras.layers.Layer):
-    """The vector at position 0 (`[CLS]`) of a `[batch, seq, hidden]` tensor."""
-
-    def call(self, sequence):
-        """`sequence[:, 0, :]`."""
-        return sequence[:, 0, :]
-
-    def compute_output_shape(self, sequence_shape):
-        """`[batch, hidden]`."""
-        return (sequence_shape[0], sequence_shape[2])
-
-
-def pooled_vector(outputs: dict, input_mask, pooling: str, policy):
-    """One vector per sequence from symbolic encoder outputs (see `POOLING_MODES`)."""
-    if pooling == "pooled":
-        return outputs["pooled_output"]
-    if pooling == "cls":
-        return ClsToken(name="cls_token", dtype=policy)(outputs["sequence_output"])
-    if pooling == "mean":
-        return MaskedMeanPooling(name="mean_pooling", dtype=policy)(
-            outputs["sequence_output"], input_mask)
-    raise ValueError(f"Unknown pooling {pooling!r}; choose one of {POOLING_MODES}")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

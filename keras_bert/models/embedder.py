@@ -14,15 +14,14 @@ from __future__ import annotations
 import keras
 
 from keras_bert.models.classifier import (
-    ClsToken,
     build_from_config,
     check_encoder,
     encoder_policy,
-    pooled_vector,
     serialize_encoder,
     task_inputs,
 )
 from keras_bert.models.encoder import BertEncoder
+from keras_bert.models.pooling import ClsToken, pooled_vector
 
 EMBEDDER_POOLINGS = ("pooled", "cls", "mean", "concat_last4")
 

@@ -12,9 +12,9 @@ Columns are chosen by name (`text`, optional `text_b`, `label`). Every problem i
 `ValueError` that names the file, the line (1-based; for CSV the line where the record
 starts) and what is wrong.
 
-`text_dataset` turns examples into a `tf.data.Dataset` of packed BERT inputs: the strings are
-batched first, then tokenized and packed by one map over each batch (the tokenizer works
-on batches), the same `BertTokenizer` + `BertPacker` a SavedModel can embed.
+`text_dataset` turns examples into a `tf.data.Dataset` of BERT inputs: the strings are
+batched first, then one map of the model's `BertPreprocessor` over each batch (the same
+object its SavedModel embeds) tokenizes and packs them.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import csv
 import json
 import math
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -107,6 +108,31 @@ def read_examples(path, text_column: str = "text", text_b_column: str | None = N
 
 
 _MISSING = object()
+
+
+def stdin_lines() -> list[tuple[int, str]]:
+    """`(line number, text)` of every stdin line, line breaks removed."""
+    return [(n, line.rstrip("\r\n")) for n, line in enumerate(sys.stdin, start=1)]
+
+
+def no_rows(source: str):
+    """The error for an input without rows."""
+    raise ValueError(f"{source}: no input rows (the input is empty)")
+
+
+def read_stdin_examples(pair: bool = False) -> list[TextExample]:
+    """One `TextExample` per stdin line (`text<TAB>text_b` for a pair model)."""
+    examples = []
+    for number, line in stdin_lines():
+        if not pair:
+            examples.append(TextExample(line, None, None, number))
+            continue
+        parts = line.split("\t")
+        if len(parts) != 2:
+            raise ValueError(f"stdin: line {number}: a pair model needs 'text<TAB>text_b', "
+                             f"got {len(parts)} field(s)")
+        examples.append(TextExample(parts[0], parts[1], None, number))
+    return examples or no_rows("stdin")
 
 
 def _delimited_rows(path, fmt: str) -> Iterator[tuple[int, dict]]:
@@ -215,15 +241,14 @@ def regression_targets(examples: Sequence[TextExample]) -> np.ndarray:
     return np.asarray([float(ex.label) for ex in examples], np.float32)
 
 
-def text_dataset(examples: Sequence[TextExample], tokenizer, packer, labels=None,
+def text_dataset(examples: Sequence[TextExample], preprocessor, labels=None,
                  batch_size: int = 32, shuffle_buffer: int = 0, seed: int | None = None,
                  drop_remainder: bool = False) -> tf.data.Dataset:
-    """A batched `tf.data.Dataset` of packed BERT inputs (and labels).
+    """A batched `tf.data.Dataset` of the model's inputs (and labels).
 
     Args:
       examples: the rows; either all have `text_b` or none does.
-      tokenizer: a `BertTokenizer` (or anything mapping a string batch to ragged ids).
-      packer: a `BertPacker`.
+      preprocessor: the model's `keras_bert.text.BertPreprocessor` (mapped over batches).
       labels: per-example targets (class ids from `encode_labels`, floats from
         `regression_targets`), or `None` for inputs only.
       batch_size, drop_remainder: batching.
@@ -232,7 +257,7 @@ def text_dataset(examples: Sequence[TextExample], tokenizer, packer, labels=None
 
     Returns:
       Elements `(features, labels)` (or `features` alone), `features` the dict of int32
-      `[batch, seq_length]` tensors `input_word_ids`, `input_mask`, `input_type_ids`.
+      `[batch, length]` tensors `input_word_ids`, `input_mask`, `input_type_ids`.
     """
     if not examples:
         raise ValueError("No examples to build a dataset from.")
@@ -241,37 +266,31 @@ def text_dataset(examples: Sequence[TextExample], tokenizer, packer, labels=None
         first = examples[has_b.index(False)]
         raise ValueError(f"line {first.line}: the example has no text_b while others do; "
                          "a dataset is all single texts or all pairs.")
-    columns = {"text": tf.constant([ex.text for ex in examples], tf.string)}
+    texts = tf.constant([ex.text for ex in examples], tf.string)
     if has_b[0]:
-        columns["text_b"] = tf.constant([ex.text_b for ex in examples], tf.string)
+        texts = (texts, tf.constant([ex.text_b for ex in examples], tf.string))
     if labels is not None:
         labels = np.asarray(labels)
         if len(labels) != len(examples):
             raise ValueError(f"{len(labels)} labels for {len(examples)} examples.")
-        columns["label"] = labels
-    ds = tf.data.Dataset.from_tensor_slices(columns)
+    ds = tf.data.Dataset.from_tensor_slices(texts if labels is None else (texts, labels))
     if shuffle_buffer:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
-
-    def pack(batch):
-        segments = [tokenizer.tokenize(batch["text"])]
-        if "text_b" in batch:
-            segments.append(tokenizer.tokenize(batch["text_b"]))
-        features = packer(segments)
-        return (features, batch["label"]) if "label" in batch else features
-
-    return ds.map(pack, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if labels is None:
+        # A pair arrives as two arguments; join them back into the (text, text_b) input.
+        return ds.map(lambda *x: preprocessor(x if len(x) == 2 else x[0]),
+                      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return ds.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
-def classification_dataset(examples: Sequence[TextExample], tokenizer, packer,
+def classification_dataset(examples: Sequence[TextExample], preprocessor,
                            label_vocab: LabelVocab, **kwargs) -> tf.data.Dataset:
     """`text_dataset` with int32 class ids from `label_vocab` as labels."""
-    return text_dataset(examples, tokenizer, packer, encode_labels(examples, label_vocab),
-                        **kwargs)
+    return text_dataset(examples, preprocessor, encode_labels(examples, label_vocab), **kwargs)
 
 
-def regression_dataset(examples: Sequence[TextExample], tokenizer, packer,
+def regression_dataset(examples: Sequence[TextExample], preprocessor,
                        **kwargs) -> tf.data.Dataset:
     """`text_dataset` with float32 targets as labels."""
-    return text_dataset(examples, tokenizer, packer, regression_targets(examples), **kwargs)
+    return text_dataset(examples, preprocessor, regression_targets(examples), **kwargs)

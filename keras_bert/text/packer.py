@@ -53,6 +53,12 @@ class BertPacker(tf.Module):
         self.max_length = seq_length if seq_length is not None else max_length
         self.cls_id, self.sep_id, self.pad_id = int(cls_id), int(sep_id), int(pad_id)
 
+    @classmethod
+    def for_tokenizer(cls, tokenizer, seq_length, max_length: int = 512) -> BertPacker:
+        """The packer of `tokenizer`'s special tokens (`seq_length`, `max_length` as above)."""
+        ids = tokenizer.special_token_ids
+        return cls(seq_length, ids["cls"], ids["sep"], ids["pad"], max_length=max_length)
+
     def _kept_lengths(self, segments: list[tf.RaggedTensor]) -> list[tf.Tensor]:
         """Row lengths (int32) each segment keeps after longest-first truncation."""
         budget = self.max_length - (len(segments) + 1)

@@ -30,7 +30,7 @@ from keras_bert.config import BertConfig
 from keras_bert.models.classifier import BertClassifier
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
 from keras_bert.tasks import readers
-from keras_bert.training.finetune_job import make_packer, write_json
+from keras_bert.training.finetune_job import write_json
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
 
@@ -162,14 +162,14 @@ def build_student(teacher_config: BertConfig, preset: str, num_classes: int,
     return BertClassifier(BertEncoder(config), num_classes)
 
 
-def teacher_targets_dataset(teacher, examples, tokenizer, packer, labels, batch_size: int,
+def teacher_targets_dataset(teacher, examples, preprocessor, labels, batch_size: int,
                             seed: int) -> tf.data.Dataset:
     """Shuffled batches of `(inputs, {"labels", "teacher_logits"})`.
 
     The teacher runs once over the examples (inference mode, so its logits are the same
     every epoch) instead of once per training step.
     """
-    ordered = readers.classification_dataset(examples, tokenizer, packer, labels,
+    ordered = readers.classification_dataset(examples, preprocessor, labels,
                                              batch_size=batch_size)
     logits = teacher.predict(ordered.map(lambda x, y: x), verbose=0).astype("float32")
     ds = tf.data.Dataset.zip((ordered.unbatch(), tf.data.Dataset.from_tensor_slices(logits)))
@@ -200,9 +200,9 @@ def run_distillation(job: DistillJob) -> dict:
     columns = dict(text_column=text_column, text_b_column=text_b_column,
                    label_column=job.label_column, labels=loaded.labels)
     train = readers.read_examples(job.train, **columns)
-    packer = make_packer(loaded.tokenizer, seq_length)
-    train_ds = teacher_targets_dataset(loaded.model, train, loaded.tokenizer, packer,
-                                       loaded.labels, job.batch_size, job.seed)
+    preprocessor = loaded.preprocessor.with_length(seq_length)
+    train_ds = teacher_targets_dataset(loaded.model, train, preprocessor, loaded.labels,
+                                       job.batch_size, job.seed)
     student = build_student(loaded.model_dir.config, job.student_preset, len(loaded.labels),
                             seq_length)
     distiller = Distiller(loaded.model, student, job.temperature, job.alpha)
@@ -221,8 +221,8 @@ def run_distillation(job: DistillJob) -> dict:
     speed_inputs = None
     if job.eval:
         evaluation = readers.read_examples(job.eval, **columns)
-        eval_ds = readers.classification_dataset(evaluation, loaded.tokenizer, packer,
-                                                 loaded.labels, batch_size=job.batch_size)
+        eval_ds = readers.classification_dataset(evaluation, preprocessor, loaded.labels,
+                                                 batch_size=job.batch_size)
         gold = readers.encode_labels(evaluation, loaded.labels)
         inputs_ds = eval_ds.map(lambda x, y: x)
         for name, model in (("teacher", loaded.model), ("student", student)):
@@ -244,7 +244,8 @@ def run_distillation(job: DistillJob) -> dict:
                     loaded.model_dir.lower_case, student_task, loaded.labels,
                     metadata={"distilled_from": loaded.model_dir.path,
                               "student_preset": job.student_preset,
-                              "temperature": job.temperature, "alpha": job.alpha})
+                              "temperature": job.temperature, "alpha": job.alpha},
+                    preprocessor=preprocessor)
     write_json(os.path.join(job.out, "history.json"), logs)
     plot_history(logs, os.path.join(job.out, "curves.png"),
                  title=f"distillation into BERT-{job.student_preset}")

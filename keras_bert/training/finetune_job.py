@@ -27,7 +27,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.checkpoints.model_dir import load_model_dir
+from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
 from keras_bert.checkpoints.task_dir import (
     TaskModel,
     build_task_model,
@@ -36,12 +36,12 @@ from keras_bert.checkpoints.task_dir import (
 )
 from keras_bert.tasks import conll, metrics, readers, squad
 from keras_bert.tasks.labels import LabelVocab
-from keras_bert.text.packer import BertPacker
+from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
+from keras_bert.training.precision import PRECISIONS
 
 TASKS = ("classify", "regress", "tag", "squad")
-PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
 @dataclasses.dataclass
@@ -105,13 +105,7 @@ class TaskData:
     task: dict
 
 
-def make_packer(tokenizer, seq_length: int) -> BertPacker:
-    """The fixed-length `BertPacker` for `tokenizer`'s special tokens."""
-    ids = tokenizer.special_token_ids
-    return BertPacker(seq_length, ids["cls"], ids["sep"], ids["pad"])
-
-
-def sentence_data(job: FinetuneJob, tokenizer) -> TaskData:
+def sentence_data(job: FinetuneJob, preprocessor) -> TaskData:
     """Classification or regression data from CSV/TSV/JSONL files (`job.task` decides)."""
     kind = readers.REGRESSION if job.task == "regress" else readers.CLASSIFICATION
     columns = dict(text_column=job.text_column, text_b_column=job.text_b_column,
@@ -119,13 +113,12 @@ def sentence_data(job: FinetuneJob, tokenizer) -> TaskData:
     train = readers.read_examples(job.train, **columns)
     labels = None if job.task == "regress" else LabelVocab.from_labels(
         ex.label for ex in train)
-    packer = make_packer(tokenizer, job.seq_length)
     batching = dict(batch_size=job.batch_size)
 
     def dataset(examples, **kwargs):
         if labels is None:
-            return readers.regression_dataset(examples, tokenizer, packer, **kwargs)
-        return readers.classification_dataset(examples, tokenizer, packer, labels, **kwargs)
+            return readers.regression_dataset(examples, preprocessor, **kwargs)
+        return readers.classification_dataset(examples, preprocessor, labels, **kwargs)
 
     train_ds = dataset(train, shuffle_buffer=len(train), seed=job.seed, **batching)
     task = {"kind": job.task, "seq_length": job.seq_length, "pair": job.text_b_column is not None,
@@ -160,8 +153,9 @@ def _encode_tagged(path, tokenizer, sentences, labels, seq_length):
         raise ValueError(f"{path}: {e}") from None
 
 
-def tagging_data(job: FinetuneJob, tokenizer) -> TaskData:
+def tagging_data(job: FinetuneJob, preprocessor) -> TaskData:
     """Token classification data from CoNLL files."""
+    tokenizer = preprocessor.tokenizer
     train = conll.read_conll(job.train)
     labels = conll.tag_vocab(train)
     features = _encode_tagged(job.train, tokenizer, train, labels, job.seq_length)
@@ -185,8 +179,9 @@ def tagging_data(job: FinetuneJob, tokenizer) -> TaskData:
     return TaskData(train_ds, len(train), eval_ds, len(evaluation), evaluate, labels, task)
 
 
-def squad_data(job: FinetuneJob, tokenizer) -> TaskData:
+def squad_data(job: FinetuneJob, preprocessor) -> TaskData:
     """Extractive QA data from SQuAD v1.1 / v2.0 JSON files (one feature per window)."""
+    tokenizer = preprocessor.tokenizer
     window = dict(seq_length=job.seq_length, max_query_length=job.max_query_length,
                   doc_stride=job.doc_stride)
     train = squad.read_squad(job.train)
@@ -210,13 +205,24 @@ def squad_data(job: FinetuneJob, tokenizer) -> TaskData:
     return TaskData(train_ds, len(features), eval_ds, len(eval_features), evaluate, None, task)
 
 
-def task_data(job: FinetuneJob, tokenizer) -> TaskData:
-    """The `TaskData` of `job.task`."""
+def task_data(job: FinetuneJob, preprocessor) -> TaskData:
+    """The `TaskData` of `job.task`, featurised by the model's `preprocessor`."""
     if job.task in ("classify", "regress"):
-        return sentence_data(job, tokenizer)
+        return sentence_data(job, preprocessor)
     if job.task == "tag":
-        return tagging_data(job, tokenizer)
-    return squad_data(job, tokenizer)
+        return tagging_data(job, preprocessor)
+    return squad_data(job, preprocessor)
+
+
+def finetuning_inputs(job: FinetuneJob) -> tuple[ModelDir, BertPreprocessor, TaskData]:
+    """`(source model dir, its preprocessor at the job's length, the task data)`: what the
+    model is fitted on, built by the model's own `BertPreprocessor`."""
+    source = load_model_dir(job.model)
+    if job.seq_length > source.config.max_position_embeddings:
+        raise ValueError(f"seq_length {job.seq_length} exceeds the model's "
+                         f"max_position_embeddings {source.config.max_position_embeddings}")
+    preprocessor = source.preprocessor().with_length(job.seq_length)
+    return source, preprocessor, task_data(job, preprocessor)
 
 
 def compile_task_model(model, kind: str, optimizer) -> None:
@@ -270,12 +276,7 @@ def run_finetuning(job: FinetuneJob) -> dict:
     start = time.perf_counter()
     os.makedirs(job.out, exist_ok=True)
     keras.utils.set_random_seed(job.seed)
-    source = load_model_dir(job.model)
-    if job.seq_length > source.config.max_position_embeddings:
-        raise ValueError(f"seq_length {job.seq_length} exceeds the model's "
-                         f"max_position_embeddings {source.config.max_position_embeddings}")
-    tokenizer = source.tokenizer()
-    data = task_data(job, tokenizer)
+    source, preprocessor, data = finetuning_inputs(job)
     task = {**data.task, "dropout": job.dropout}
     model = build_task_model(job.task, source.load_encoder(dtype=job.precision), task,
                              data.labels)
@@ -301,7 +302,8 @@ def run_finetuning(job: FinetuneJob) -> dict:
                     source.lower_case, task, data.labels,
                     metadata={"finetuned_from": source.path,
                               "train_file": os.path.abspath(job.train),
-                              "eval": finite(result.get("eval"))})
+                              "eval": finite(result.get("eval"))},
+                    preprocessor=preprocessor)
     write_json(os.path.join(job.out, "history.json"), logs)
     plot_history(logs, os.path.join(job.out, "curves.png"), title=f"fine-tuning: {job.task}")
     result["seconds"] = round(time.perf_counter() - start, 1)
@@ -310,4 +312,5 @@ def run_finetuning(job: FinetuneJob) -> dict:
 
 
 __all__ = ["TASKS", "FinetuneJob", "TaskData", "TaskModel", "compile_task_model",
-           "load_task_model", "make_packer", "run_finetuning", "save_task_model", "task_data"]
+           "finetuning_inputs", "load_task_model", "run_finetuning", "save_task_model",
+           "task_data"]

@@ -38,20 +38,16 @@ def text_attention(model_dir, text: str, text_b: str | None = None,
     `model_dir` is a path or a `ModelDir`; a fine-tuned directory gives its encoder's attention.
     """
     from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
-    from keras_bert.text.packer import BertPacker
 
     if not isinstance(model_dir, ModelDir):
         model_dir = load_model_dir(model_dir)
     if not 3 <= max_length <= model_dir.config.max_position_embeddings:
         raise ValueError(f"max_length must be in [3, {model_dir.config.max_position_embeddings}]"
                          f", got {max_length}")
-    tokenizer = model_dir.tokenizer()
-    ids = tokenizer.special_token_ids
-    packer = BertPacker(None, ids["cls"], ids["sep"], ids["pad"], max_length=max_length)
-    segments = [tokenizer.tokenize([t]) for t in ([text] if text_b is None else [text, text_b])]
-    inputs = packer(segments)
+    preprocessor = model_dir.preprocessor().with_length(None, max_length)
+    inputs = preprocessor(([text],) if text_b is None else ([text], [text_b]))
     probs = model_dir.load_encoder().attention_probs(inputs)
-    tokens = [t.decode("utf-8") for t in tokenizer.id_to_token(inputs["input_word_ids"][0])
+    tokens = [t.decode("utf-8") for t in preprocessor.tokenizer.id_to_token(inputs["input_word_ids"][0])
               .numpy()]
     return tokens, np.stack([np.asarray(p)[0] for p in probs]).astype(np.float32)
 

@@ -57,14 +57,14 @@ def test_warmup_requests(exported):
 
 def test_fresh_process_reproduces_the_keras_model(exported, model_dir, tmp_path):
     # Encoder exports truncate at 512 tokens by default; the long text needs more than 128.
-    embedder = TextEmbedder(model_dir.load_encoder(), model_dir.tokenizer(), seq_length=512,
+    embedder = TextEmbedder(model_dir.load_encoder(), model_dir.preprocessor(), seq_length=512,
                             pooling="mean")
     expected = embedder(TEXTS)
     got = run_fresh(exported.path, "serving_default",
                     {"text": np.array(TEXTS, dtype=object)}, tmp_path)
     np.testing.assert_allclose(got["embedding"], expected, atol=1e-5)
     # The id signature gives the same answers for the same packed ids.
-    inputs = embedder.packer([embedder.tokenizer.tokenize(TEXTS)])
+    inputs = embedder.preprocessor(tf.constant(TEXTS))
     by_ids = run_fresh(exported.path, "serve_ids",
                        {k: v.numpy() for k, v in inputs.items()}, tmp_path)
     # (Grappler optimises each signature's graph on its own: float sums may reorder.)

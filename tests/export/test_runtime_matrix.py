@@ -24,6 +24,7 @@ import tensorflow as tf
 from keras_bert.checkpoints import load_model_dir
 from keras_bert.export.exporter import build_serving_module, export_model
 from keras_bert.export.hub_pair import export_hub_pair
+from keras_bert.text.preprocessor import BertPreprocessor
 from tests.export.helpers import (
     make_tiny_model_dir,
     make_tiny_task_dir,
@@ -108,7 +109,8 @@ def exports(tmp_path_factory):
         ]
     base = load_model_dir(make_tiny_model_dir(root / "hub_base", vocab_file=vocab))
     encoder, tokenizer = base.load_encoder(), base.tokenizer()
-    paths = export_hub_pair(encoder, tokenizer, str(root / "hub"), default_seq_length=32)
+    paths = export_hub_pair(encoder, BertPreprocessor(tokenizer), str(root / "hub"),
+                            default_seq_length=32)
     packed = {k: v.numpy() for k, v in
               tf.saved_model.load(paths["preprocess"])(tf.constant(TEXTS)).items()}
     from keras_bert.text.packer import BertPacker

@@ -276,7 +276,7 @@ def test_long_contexts_in_graph_match_predict(long_qa, allow_no_answer, seq_leng
     # sequence length (TPU/XLA exports), traced as the export traces them.
     loaded, _, threshold = long_qa
     module = SpanQAServingModule(
-        loaded.model, loaded.tokenizer, seq_length=seq_length, max_length=32,
+        loaded.model, loaded.preprocessor.with_length(seq_length, 32),
         max_query_length=LONG_TASK["max_query_length"], doc_stride=LONG_TASK["doc_stride"],
         allow_no_answer=allow_no_answer, null_score_threshold=threshold)
     questions, contexts = _long_pairs()
@@ -290,8 +290,8 @@ def test_long_contexts_in_graph_match_predict(long_qa, allow_no_answer, seq_leng
 def test_span_qa_module_refuses_a_non_positive_stride(long_qa):
     loaded, _, _ = long_qa
     with pytest.raises(ValueError, match="doc_stride must be positive"):
-        SpanQAServingModule(loaded.model, loaded.tokenizer, max_length=32, max_query_length=8,
-                            doc_stride=0)
+        SpanQAServingModule(loaded.model, loaded.preprocessor.with_length(None, 32),
+                            max_query_length=8, doc_stride=0)
 
 
 # ---------------------------------------------------------------------------- served

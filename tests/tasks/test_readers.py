@@ -16,7 +16,7 @@ from keras_bert.tasks.readers import (
     text_dataset,
 )
 from keras_bert.text import BertTokenizer
-from keras_bert.text.packer import BertPacker
+from keras_bert.text.preprocessor import BertPreprocessor
 from tests.reference import minilm_dir
 
 
@@ -122,9 +122,7 @@ def test_label_vocab_sorted_and_saved(tmp_path):
 def test_classification_dataset_packs_batches(tmp_path, tokenizer):
     examples = read_examples(_write(tmp_path, "train.csv", CSV))
     vocab = LabelVocab.from_labels(ex.label for ex in examples)  # neg = 0, pos = 1
-    packer = BertPacker(8, **{f"{k}_id": v for k, v in tokenizer.special_token_ids.items()
-                              if k in ("cls", "sep", "pad")})
-    ds = classification_dataset(examples, tokenizer, packer, vocab, batch_size=3)
+    ds = classification_dataset(examples, BertPreprocessor(tokenizer, 8), vocab, batch_size=3)
     batches = list(ds.as_numpy_iterator())
     assert [len(b[1]) for b in batches] == [3, 1]
     features, labels = batches[0]
@@ -139,14 +137,13 @@ def test_classification_dataset_packs_batches(tmp_path, tokenizer):
 
 def test_pair_regression_dataset(tokenizer):
     examples = [TextExample("a man", "a dog", 3.5), TextExample("cats", "dogs", 1.0)]
-    packer = BertPacker(10, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
-    features, targets = next(iter(regression_dataset(examples, tokenizer, packer,
-                                                     batch_size=2)))
+    preprocessor = BertPreprocessor(tokenizer, 10)
+    features, targets = next(iter(regression_dataset(examples, preprocessor, batch_size=2)))
     assert targets.numpy().tolist() == [3.5, 1.0]
     # [CLS] a man [SEP] a dog [SEP] -> segment B is positions 4..6
     assert features["input_type_ids"].numpy()[0].tolist() == [0, 0, 0, 0, 1, 1, 1, 0, 0, 0]
-    only_inputs = next(iter(text_dataset(examples, tokenizer, packer)))
+    only_inputs = next(iter(text_dataset(examples, preprocessor)))
     assert isinstance(only_inputs, dict)
     np.testing.assert_array_equal(only_inputs["input_word_ids"], features["input_word_ids"])
     with pytest.raises(ValueError, match="line 0: the example has no text_b"):
-        text_dataset([examples[0], TextExample("x")], tokenizer, packer)
+        text_dataset([examples[0], TextExample("x")], preprocessor)
