@@ -62,3 +62,12 @@ def test_create_pretraining_data(capsys, tmp_path, vocab):
     assert (weights.sum(axis=1) >= 1).all() and (weights.sum(axis=1) <= 5).all()
     labels = batch["next_sentence_labels"].numpy()
     assert 0 < labels.mean() < 1
+
+
+def test_finetune_choices_are_the_libraries():
+    from keras_bert.cli import finetune
+    from keras_bert.tasks.registry import FINETUNE_TASKS
+    from keras_bert.training.precision import PRECISIONS
+
+    assert finetune.FINETUNE_TASK_NAMES == FINETUNE_TASKS
+    assert finetune.PRECISION_NAMES == PRECISIONS

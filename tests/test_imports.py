@@ -63,7 +63,7 @@ def test_server_side_loads_no_keras_model_code():
                 if not m.startswith(("keras_bert.devserver", "keras_bert.export"))
                 and m != "keras_bert"]
     assert "keras_bert.export.exporter" not in server["keras_bert"]
-    assert "keras_bert.export.serving_module" not in server["keras_bert"]
+    assert "keras_bert.tasks.serving_module" not in server["keras_bert"]
 
 
 def test_module_names_say_what_they_are_once():
@@ -74,3 +74,49 @@ def test_module_names_say_what_they_are_once():
             if name.endswith(".py") and name != "__init__.py":
                 names.setdefault(name, []).append(os.path.relpath(os.path.join(root, name), REPO))
     assert {n: paths for n, paths in names.items() if len(paths) > 1} == {}
+
+
+def _package_imports() -> dict[str, set[str]]:
+    """`{package: packages it imports}` over every `keras_bert` import in the source (those
+    inside functions too); a top-level module counts as its own package."""
+    import ast
+
+    edges: dict[str, set[str]] = {}
+    source = os.path.join(REPO, "keras_bert")
+    for root, _, files in os.walk(source):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(root, name)
+            package = os.path.relpath(path, source).split(os.sep)[0].removesuffix(".py")
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
+                modules = []
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    modules = [node.module]
+                elif isinstance(node, ast.Import):
+                    modules = [alias.name for alias in node.names]
+                for module in modules:
+                    parts = module.split(".")
+                    if parts[0] == "keras_bert" and len(parts) > 1 and parts[1] != package:
+                        edges.setdefault(package, set()).add(parts[1])
+    return edges
+
+
+def test_packages_import_each_other_without_cycles():
+    edges = _package_imports()
+    assert edges["tasks"] <= {"models", "text"}  # task kinds sit below checkpoints and export
+    assert "export" not in edges["checkpoints"] and "training" not in edges["export"]
+    done: set[str] = set()
+
+    def visit(package: str, path: list[str]):
+        assert package not in path, f"import cycle: {' -> '.join([*path, package])}"
+        if package in done:
+            return
+        for target in sorted(edges.get(package, ())):
+            visit(target, [*path, package])
+        done.add(package)
+
+    for package in sorted(edges):
+        visit(package, [])

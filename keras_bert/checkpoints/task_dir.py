@@ -26,9 +26,9 @@ import numpy as np
 
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir, save_model_dir
 from keras_bert.tasks.labels import LABELS_FILENAME, LabelVocab
+from keras_bert.tasks.registry import TASK_KINDS, task_kind
 
 HEAD_WEIGHTS = "head.weights.h5"
-TASK_KINDS = ("classify", "regress", "tag", "squad", "embed")
 
 
 @dataclasses.dataclass
@@ -55,8 +55,24 @@ class TaskModel:
 
     @property
     def kind(self) -> str:
-        """The task kind (`classify`, `regress`, `tag`, `squad` or `embed`)."""
+        """The task kind's name (`classify`, `regress`, `tag`, `squad` or `embed`)."""
         return self.task["kind"]
+
+    @property
+    def task_kind(self):
+        """The task kind (a `keras_bert.tasks.task.Task`): data, metrics, serving, predict."""
+        return task_kind(self.kind)
+
+    def serving_module(self, seq_length: int | None = None, max_length: int | None = None,
+                       **options):
+        """The functions of this model's export (and of `keras-bert predict`): its own
+        preprocessor, padded to `seq_length` or to each batch's longest text, truncated at
+        `seq_length`, else `max_length`, else the training length. `options` go to the
+        task kind (`pooling` for embed, `null_score_threshold` for squad)."""
+        preprocessor = self.preprocessor.with_length(
+            seq_length, seq_length or max_length or self.preprocessor.max_length)
+        return self.task_kind.serving_module(self.model, preprocessor, self.labels, self.task,
+                                             **options)
 
     @property
     def seq_length(self) -> int:
@@ -81,8 +97,7 @@ def save_task_model(model, path: str, vocab_file: str, lower_case: bool, task: d
 
     The directory is assembled beside `path` and renamed into place.
     """
-    if task.get("kind") not in TASK_KINDS:
-        raise ValueError(f"task kind must be one of {TASK_KINDS}, got {task.get('kind')!r}")
+    task_kind(task.get("kind"))  # a known kind, or a ValueError naming them
     path = os.path.abspath(path)
     tmp = f"{path}.task-tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -134,27 +149,7 @@ def load_head_weights(layers, path: str) -> None:
 
 def build_task_model(kind: str, encoder, task: dict, labels: LabelVocab | None):
     """An (untrained-head) task model of `kind` around `encoder`, from a task block."""
-    from keras_bert.models.classifier import BertClassifier
-    from keras_bert.models.embedder import BertEmbedder
-    from keras_bert.models.span_qa import BertSpanQA
-    from keras_bert.models.tagger import BertTagger
-
-    if kind in ("classify", "tag") and labels is None:
-        raise ValueError(f"a {kind} model needs its labels")
-    dropout = task.get("dropout")
-    if kind == "classify":
-        return BertClassifier(encoder, len(labels), dropout=dropout,
-                              pooling=task.get("pooling", "pooled"))
-    if kind == "regress":
-        return BertClassifier(encoder, 1, dropout=dropout, pooling=task.get("pooling", "pooled"))
-    if kind == "tag":
-        return BertTagger(encoder, len(labels), dropout=dropout)
-    if kind == "squad":
-        return BertSpanQA(encoder)
-    if kind == "embed":
-        return BertEmbedder(encoder, pooling=task.get("pooling", "mean"),
-                            normalize=bool(task.get("normalize", False)))
-    raise ValueError(f"Unknown task kind {kind!r}; expected one of {TASK_KINDS}")
+    return task_kind(kind).build_model(encoder, task, labels)
 
 
 def load_task_model(model_dir: str, dtype=None) -> TaskModel:
@@ -168,18 +163,19 @@ def load_task_model(model_dir: str, dtype=None) -> TaskModel:
     is its tokenizer), `.labels` (the `LabelVocab` from
     `labels.txt`, or `None`), `.task` (the task metadata dict) and `.model_dir`.
 
-    A plain model directory (no task block) loads as a `BertEmbedder` with mean pooling.
+    A plain model directory (no task block) loads as an `embed` task: a `BertEmbedder` with
+    mean pooling (its export's `embedding` defaults to the pooler's output).
 
     Raises:
       FileNotFoundError: not a model directory, or the head weights / labels are missing.
       ValueError: the stored head does not fit the model the task block describes.
     """
     source = load_model_dir(model_dir)
-    task = dict(source.metadata.get("task") or {"kind": "embed", "pooling": "mean"})
+    task = dict(source.metadata.get("task") or {"kind": "embed"})
     kind = task.get("kind")
     labels = None
     labels_path = os.path.join(source.path, LABELS_FILENAME)
-    if kind in ("classify", "tag"):
+    if task_kind(kind).labelled:
         if not os.path.exists(labels_path):
             raise FileNotFoundError(f"{source.path}: a {kind} model directory needs "
                                     f"{LABELS_FILENAME}")

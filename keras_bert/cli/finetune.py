@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+FINETUNE_TASK_NAMES = ("classify", "regress", "tag", "squad")
+PRECISION_NAMES = ("float32", "mixed_float16", "mixed_bfloat16")
+
 
 def register(subparsers) -> None:
     """Adds the `finetune` subcommand."""
@@ -16,7 +19,9 @@ def register(subparsers) -> None:
                     "tag last), squad (SQuAD v1.1/v2.0 JSON). Writes OUT/model (a fine-tuned "
                     "model directory for `predict` and `export`), OUT/metrics.json (eval "
                     "metrics), OUT/history.json and OUT/curves.png.")
-    p.add_argument("--task", required=True, choices=("classify", "regress", "tag", "squad"))
+    # The names of keras_bert.tasks.registry.FINETUNE_TASKS (not imported here: `--help`
+    # loads no TensorFlow); tests/test_cli_text.py checks they agree.
+    p.add_argument("--task", required=True, choices=FINETUNE_TASK_NAMES)
     p.add_argument("--model", required=True, help="keras_bert model directory to start from")
     p.add_argument("--train", required=True, help="training file")
     p.add_argument("--eval", help="evaluation file (its labels must be in the training set's)")
@@ -34,9 +39,10 @@ def register(subparsers) -> None:
     p.add_argument("--pooling", default="pooled", choices=("pooled", "cls", "mean"),
                    help="classify/regress: sequence vector under the head")
     p.add_argument("--max-query-length", type=int, help="squad (default min(64, seq/2))")
-    p.add_argument("--doc-stride", type=int, help="squad (default min(128, seq/2))")
-    p.add_argument("--precision", default="float32",
-                   choices=("float32", "mixed_float16", "mixed_bfloat16"))
+    p.add_argument("--doc-stride", type=int,
+                   help="squad, tag: how far windows over long texts advance "
+                        "(default min(128, seq/2))")
+    p.add_argument("--precision", default="float32", choices=PRECISION_NAMES)
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(run=run)

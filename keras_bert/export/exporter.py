@@ -25,18 +25,13 @@ import shutil
 import keras
 
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
+from keras_bert.checkpoints.task_dir import load_task_model
 from keras_bert.export.op_audit import DEFAULT_TARGET
-from keras_bert.export.serving_module import Endpoint, ServingModule
 from keras_bert.export.session_bundle import SessionBundle, read_signature_defs
-from keras_bert.export.span_qa_module import SpanQAServingModule
-from keras_bert.export.tagger_module import TaggerServingModule
-from keras_bert.export.task_outputs import (
-    classification_outputs,
-    embedding_outputs,
-    regression_outputs,
-)
 from keras_bert.export.versions import atomic_version_dir
 from keras_bert.export.warmup import predict_log, write_warmup
+from keras_bert.tasks.labels import LABELS_FILENAME
+from keras_bert.tasks.serving_module import Endpoint, ServingModule
 
 WARMUP_TEXTS = ["Call me Ishmael.", "The State of the Union is strong.",
                 "BERT reads a whole sentence at once, in both directions."]
@@ -56,48 +51,22 @@ def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
                          pooling: str | None = None, max_length: int | None = None,
                          null_score_threshold: float = 0.0
                          ) -> tuple[ServingModule, str, dict]:
-    """The `ServingModule` for a model directory: `(module, task, asset files)`.
+    """The serving functions of a model directory: `(module, task name, asset files)`.
 
-    The module holds the model's own `BertPreprocessor` (`ModelDir.preprocessor()`): texts
-    are padded to `seq_length` if given (static shapes), else to each batch's longest text,
-    and truncated at `seq_length`, else `max_length`, else the training sequence length
-    (encoders: their `max_position_embeddings`, at most 512). Taggers get a
-    `TaggerServingModule`, span-QA models a `SpanQAServingModule` (`null_score_threshold`:
-    SQuAD v2.0's "no answer" margin).
+    The task kind builds them (`TaskModel.serving_module`) around the model's own
+    `BertPreprocessor`: texts are padded to `seq_length` if given (static shapes), else to
+    each batch's longest text, and truncated at `seq_length`, else `max_length`, else the
+    training sequence length (encoders: their `max_position_embeddings`, at most 512).
+    `pooling`: the embedding of an encoder export; `null_score_threshold`: SQuAD v2.0's
+    "no answer" margin.
     """
-    task = dict(model_dir.metadata.get("task") or {"kind": "embed"})
-    kind = task["kind"]
+    loaded = load_task_model(model_dir.path)
+    module = loaded.serving_module(seq_length, max_length, pooling=pooling,
+                                   null_score_threshold=null_score_threshold)
     assets = {"vocab.txt": model_dir.vocab_file}
-    if kind == "embed":
-        model = model_dir.load_encoder()
-        trained = model_dir.preprocessor()
-        outputs = embedding_outputs(pooling or task.get("pooling", "pooled"))
-        pair = False
-    else:
-        from keras_bert.checkpoints.task_dir import load_task_model
-
-        loaded = load_task_model(model_dir.path)
-        model, trained, pair = loaded.model, loaded.preprocessor, bool(task.get("pair", False))
-    preprocessor = trained.with_length(seq_length, seq_length or max_length or trained.max_length)
-    if kind == "classify":
-        outputs = classification_outputs(list(loaded.labels.names))
-        assets["labels.txt"] = os.path.join(model_dir.path, "labels.txt")
-    elif kind == "regress":
-        outputs = regression_outputs()
-    elif kind == "tag":
-        assets["labels.txt"] = os.path.join(model_dir.path, "labels.txt")
-        return TaggerServingModule(model, preprocessor, list(loaded.labels.names)), kind, assets
-    elif kind == "squad":
-        module = SpanQAServingModule(
-            model, preprocessor, max_query_length=int(task.get("max_query_length", 64)),
-            doc_stride=int(task.get("doc_stride", 128)),
-            allow_no_answer=bool(task.get("version_2", False)),
-            null_score_threshold=null_score_threshold)
-        return module, kind, assets
-    elif kind != "embed":
-        raise ValueError(f"Cannot export task {kind!r}: expected one of classify, "
-                         "regress, tag, squad or embed")
-    return ServingModule(model, preprocessor, outputs, pair=pair), kind, assets
+    if loaded.labels is not None:
+        assets[LABELS_FILENAME] = os.path.join(model_dir.path, LABELS_FILENAME)
+    return module, loaded.kind, assets
 
 
 def export_model(model_dir: str, base_dir: str, version: int | None = None,

@@ -30,6 +30,7 @@ from keras_bert.config import BertConfig
 from keras_bert.models.classifier import BertClassifier
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
 from keras_bert.tasks import readers
+from keras_bert.tasks.classification import ClassifyTask
 from keras_bert.training.finetune_job import write_json
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
@@ -190,7 +191,7 @@ def run_distillation(job: DistillJob) -> dict:
     os.makedirs(job.out, exist_ok=True)
     keras.utils.set_random_seed(job.seed)
     loaded = load_task_model(job.teacher)
-    if loaded.kind != "classify":
+    if not isinstance(loaded.task_kind, ClassifyTask):
         raise ValueError(f"{job.teacher}: the teacher must be a classify model, got "
                          f"{loaded.kind!r}")
     task = loaded.task

@@ -1,6 +1,8 @@
 """A complete fine-tuning run: task data, task model, BERT's optimizer, `model.fit`, metrics.
 
-`run_finetuning(FinetuneJob(...))` is what `keras-bert finetune` calls. Tasks:
+`run_finetuning(FinetuneJob(...))` is what `keras-bert finetune` calls. The task kind
+(`keras_bert.tasks.registry`) supplies the data, the model, its loss and its evaluation;
+the model's `BertPreprocessor` featurises the data. Tasks:
 
 * `classify`: sentence (pair) classification from CSV/TSV/JSONL; metric: accuracy.
 * `regress`: sentence (pair) regression; metrics: Pearson, Spearman, MSE.
@@ -21,27 +23,24 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
 from keras_bert.checkpoints.task_dir import (
     TaskModel,
-    build_task_model,
     load_task_model,
     save_task_model,
 )
-from keras_bert.tasks import conll, metrics, readers, squad
-from keras_bert.tasks.labels import LabelVocab
+from keras_bert.tasks.registry import FINETUNE_TASKS, task_kind
+from keras_bert.tasks.task import TaskData
 from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
 from keras_bert.training.precision import PRECISIONS
 
-TASKS = ("classify", "regress", "tag", "squad")
+TASKS = FINETUNE_TASKS
 
 
 @dataclasses.dataclass
@@ -65,7 +64,7 @@ class FinetuneJob:
     dropout: float | None = None  # None: the encoder's hidden_dropout
     pooling: str = "pooled"  # classify/regress: pooled, cls or mean
     max_query_length: int | None = None  # squad; None: min(64, seq_length // 2)
-    doc_stride: int | None = None  # squad; None: min(128, seq_length // 2)
+    doc_stride: int | None = None  # squad, tag windows; None: min(128, seq_length // 2)
     precision: str = "float32"
     validate_each_epoch: bool = True  # eval loss (and accuracy) after every epoch
     seed: int = 12345
@@ -87,131 +86,9 @@ class FinetuneJob:
             self.doc_stride = min(128, self.seq_length // 2)
 
 
-@dataclasses.dataclass
-class TaskData:
-    """A task's datasets and its evaluation.
-
-    `train`: shuffled `(inputs, targets)` batches; `eval`: `(inputs, targets)` batches in
-    order (validation loss) or `None`; `evaluate(model)`: the task metrics on the eval set;
-    `labels`: the label vocabulary (classify, tag); `task`: the task block of the model dir.
-    """
-
-    train: tf.data.Dataset
-    num_train: int
-    eval: tf.data.Dataset | None
-    num_eval: int
-    evaluate: Callable | None
-    labels: LabelVocab | None
-    task: dict
-
-
-def sentence_data(job: FinetuneJob, preprocessor) -> TaskData:
-    """Classification or regression data from CSV/TSV/JSONL files (`job.task` decides)."""
-    kind = readers.REGRESSION if job.task == "regress" else readers.CLASSIFICATION
-    columns = dict(text_column=job.text_column, text_b_column=job.text_b_column,
-                   label_column=job.label_column, task=kind)
-    train = readers.read_examples(job.train, **columns)
-    labels = None if job.task == "regress" else LabelVocab.from_labels(
-        ex.label for ex in train)
-    batching = dict(batch_size=job.batch_size)
-
-    def dataset(examples, **kwargs):
-        if labels is None:
-            return readers.regression_dataset(examples, preprocessor, **kwargs)
-        return readers.classification_dataset(examples, preprocessor, labels, **kwargs)
-
-    train_ds = dataset(train, shuffle_buffer=len(train), seed=job.seed, **batching)
-    task = {"kind": job.task, "seq_length": job.seq_length, "pair": job.text_b_column is not None,
-            "text_column": job.text_column, "text_b_column": job.text_b_column,
-            "pooling": job.pooling}
-    if labels is not None:
-        task["num_classes"] = len(labels)
-    if not job.eval:
-        return TaskData(train_ds, len(train), None, 0, None, labels, task)
-    evaluation = readers.read_examples(job.eval, labels=labels, **columns)
-    eval_ds = dataset(evaluation, **batching)
-    inputs_ds = eval_ds.map(lambda x, y: x)
-
-    def evaluate(model) -> dict:
-        logits = model.predict(inputs_ds, verbose=0)
-        if labels is not None:
-            gold = readers.encode_labels(evaluation, labels)
-            return {"accuracy": metrics.accuracy(gold, np.argmax(logits, axis=-1))}
-        gold = readers.regression_targets(evaluation).astype(np.float64)
-        scores = np.asarray(logits, np.float64).reshape(-1)
-        return {"pearson": metrics.pearson(gold, scores),
-                "spearman": metrics.spearman(gold, scores),
-                "mse": float(np.mean((gold - scores) ** 2))}
-
-    return TaskData(train_ds, len(train), eval_ds, len(evaluation), evaluate, labels, task)
-
-
-def _encode_tagged(path, tokenizer, sentences, labels, seq_length):
-    try:
-        return conll.encode_tagged(tokenizer, sentences, labels, seq_length)
-    except ValueError as e:
-        raise ValueError(f"{path}: {e}") from None
-
-
-def tagging_data(job: FinetuneJob, preprocessor) -> TaskData:
-    """Token classification data from CoNLL files."""
-    tokenizer = preprocessor.tokenizer
-    train = conll.read_conll(job.train)
-    labels = conll.tag_vocab(train)
-    features = _encode_tagged(job.train, tokenizer, train, labels, job.seq_length)
-    train_ds = conll.tagging_dataset(features, job.batch_size, shuffle_buffer=len(train),
-                                     seed=job.seed)
-    task = {"kind": "tag", "seq_length": job.seq_length, "num_classes": len(labels)}
-    if not job.eval:
-        return TaskData(train_ds, len(train), None, 0, None, labels, task)
-    evaluation = conll.read_conll(job.eval)
-    eval_features = _encode_tagged(job.eval, tokenizer, evaluation, labels, job.seq_length)
-    eval_ds = conll.tagging_dataset(eval_features, job.batch_size)
-
-    def evaluate(model) -> dict:
-        logits = model.predict(eval_ds.map(lambda x, y: x), verbose=0)
-        predicted = conll.predictions_to_tags(np.argmax(logits, axis=-1), eval_features,
-                                              labels)
-        result = metrics.entity_f1([s.tags for s in evaluation], predicted)
-        return {"precision": result["precision"], "recall": result["recall"],
-                "f1": result["f1"], "per_type": result["per_type"]}
-
-    return TaskData(train_ds, len(train), eval_ds, len(evaluation), evaluate, labels, task)
-
-
-def squad_data(job: FinetuneJob, preprocessor) -> TaskData:
-    """Extractive QA data from SQuAD v1.1 / v2.0 JSON files (one feature per window)."""
-    tokenizer = preprocessor.tokenizer
-    window = dict(seq_length=job.seq_length, max_query_length=job.max_query_length,
-                  doc_stride=job.doc_stride)
-    train = squad.read_squad(job.train)
-    features = squad.squad_features(train, tokenizer, **window)
-    train_ds = squad.squad_dataset(features, job.batch_size, training=True,
-                                   shuffle_buffer=len(features), seed=job.seed)
-    version_2 = any(ex.is_impossible for ex in train)
-    task = {"kind": "squad", **window, "version_2": version_2}
-    if not job.eval:
-        return TaskData(train_ds, len(features), None, 0, None, None, task)
-    evaluation = squad.read_squad(job.eval)
-    eval_features = squad.squad_features(evaluation, tokenizer, **window)
-    eval_ds = squad.squad_dataset(eval_features, job.batch_size, training=True)
-
-    def evaluate(model) -> dict:
-        logits = model.predict(squad.squad_dataset(eval_features, job.batch_size), verbose=0)
-        results = squad.decode_predictions(evaluation, eval_features, logits["start_logits"],
-                                           logits["end_logits"], allow_no_answer=version_2)
-        return metrics.squad_em_f1(squad.predicted_texts(results), evaluation)
-
-    return TaskData(train_ds, len(features), eval_ds, len(eval_features), evaluate, None, task)
-
-
 def task_data(job: FinetuneJob, preprocessor) -> TaskData:
     """The `TaskData` of `job.task`, featurised by the model's `preprocessor`."""
-    if job.task in ("classify", "regress"):
-        return sentence_data(job, preprocessor)
-    if job.task == "tag":
-        return tagging_data(job, preprocessor)
-    return squad_data(job, preprocessor)
+    return task_kind(job.task).data(job, preprocessor)
 
 
 def finetuning_inputs(job: FinetuneJob) -> tuple[ModelDir, BertPreprocessor, TaskData]:
@@ -226,24 +103,8 @@ def finetuning_inputs(job: FinetuneJob) -> tuple[ModelDir, BertPreprocessor, Tas
 
 
 def compile_task_model(model, kind: str, optimizer) -> None:
-    """Compiles `model` with the task's loss and Keras metrics (eager-free, no XLA)."""
-    if kind == "classify":
-        model.compile(optimizer=optimizer,
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                      metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                      jit_compile=False)
-    elif kind == "regress":
-        model.compile(optimizer=optimizer, loss=keras.losses.MeanSquaredError(),
-                      jit_compile=False)
-    elif kind == "tag":
-        model.compile(optimizer=optimizer,
-                      loss=keras.losses.SparseCategoricalCrossentropy(
-                          from_logits=True, ignore_class=conll.IGNORE_LABEL),
-                      jit_compile=False)
-    elif kind == "squad":
-        model.compile(optimizer=optimizer, jit_compile=False)  # BertSpanQA brings its loss
-    else:
-        raise ValueError(f"Unknown task {kind!r}; expected one of {TASKS}")
+    """Compiles `model` with the loss and Keras metrics of the task kind `kind`."""
+    task_kind(kind).compile(model, optimizer)
 
 
 def finite(value):
@@ -277,14 +138,14 @@ def run_finetuning(job: FinetuneJob) -> dict:
     os.makedirs(job.out, exist_ok=True)
     keras.utils.set_random_seed(job.seed)
     source, preprocessor, data = finetuning_inputs(job)
-    task = {**data.task, "dropout": job.dropout}
-    model = build_task_model(job.task, source.load_encoder(dtype=job.precision), task,
-                             data.labels)
+    task = {**data.spec, "dropout": job.dropout}
+    kind = task_kind(job.task)
+    model = kind.build_model(source.load_encoder(dtype=job.precision), task, data.labels)
     steps_per_epoch = math.ceil(data.num_train / job.batch_size)
     total_steps = steps_per_epoch * job.epochs
     optimizer = create_optimizer(job.learning_rate, total_steps,
                                  int(job.warmup_fraction * total_steps), job.weight_decay)
-    compile_task_model(model, job.task, optimizer)
+    kind.compile(model, optimizer)
     validation = data.eval if job.validate_each_epoch else None
     history = model.fit(data.train, epochs=job.epochs, validation_data=validation,
                         callbacks=list(job.callbacks), verbose=job.verbose, shuffle=False)

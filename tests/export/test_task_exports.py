@@ -14,14 +14,18 @@ from keras_bert.cli import main
 from keras_bert.devserver.server import ModelServer
 from keras_bert.export.exporter import export_model
 from keras_bert.export.op_audit import audit
-from keras_bert.export.span_qa_module import SpanQAServingModule, best_spans
-from keras_bert.tasks import conll, squad
+from keras_bert.tasks import squad
+from keras_bert.tasks.span_qa_serving import SpanQAServingModule, best_spans
+from keras_bert.tasks.tagging import default_doc_stride
 from tests.export.helpers import WORDS, make_tiny_task_dir, run_fresh
+from tests.tasks import reference_squad
+from tests.tasks.reference_alignment import align_sentences
+from tests.text.reference_word_windows import sentence_windows
 
 TAGS = ["B-LOC", "B-PER", "I-PER", "O"]
 TAG_SEQ = 12
 # Plain words, accents, a zero-width word (no wordpiece: read as [UNK]), tabs and a
-# no-break space between words, an empty text, and one longer than the sequence (truncated).
+# no-break space between words, an empty text, and one longer than the sequence (windows).
 SENTENCES = ["Ahab smith sailed to Paris", "Naïve café\towners ate crème\u00a0brûlée",
              "the \u200b cat", "",
              "the cat sat on the mat in rome with the dog and ishmael who sailed to sea"]
@@ -57,41 +61,54 @@ def test_tagger_export_layout(tagger):
     assert audit(exported.path).ok  # also checked by the exporter before the version appears
 
 
+def _word_pieces(tokenizer, words: list[str]) -> list[list[int]]:
+    """Each word's wordpiece ids, `[UNK]` for a word without any (the export's rule)."""
+    pieces = tokenizer.tokenize(tf.constant(words or [""], tf.string)).to_list()[:len(words)]
+    return [p or [tokenizer.unk_id] for p in pieces]
+
+
 def test_tagger_fresh_process_matches_keras_words(tagger, tmp_path):
     loaded, exported = tagger
     got = run_fresh(exported.path, "serving_default",
                     {"text": np.array(SENTENCES, dtype=object)}, tmp_path)
     words = [s.split() for s in SENTENCES]
-    # Reference: the training alignment (first wordpiece per word) and the Keras model.
-    features = conll.align_sentences(loaded.tokenizer, words, TAG_SEQ)
-    logits = np.asarray(loaded.model(features.features(), training=False))
-    predicted = np.argmax(logits, axis=-1)
-    expected = conll.predictions_to_tags(predicted, features, loaded.labels)
     np.testing.assert_array_equal(got["num_words"], [len(w) for w in words])
-    assert features.words_kept[-1] < len(words[-1])  # the long sentence is truncated
+    stride = default_doc_stride(TAG_SEQ)
+    special = loaded.tokenizer.special_token_ids
+    long_sentence = 0
     for i, text in enumerate(SENTENCES):
-        n, kept = len(words[i]), int(features.words_kept[i])
+        # Reference: the Python windows (the original max-context rule) and the Keras model.
+        ref = sentence_windows(_word_pieces(loaded.tokenizer, words[i]), TAG_SEQ, stride,
+                               special)
+        long_sentence = max(long_sentence, len(ref["ids"]))
+        ids = np.asarray([r + [0] * (TAG_SEQ - len(r)) for r in ref["ids"]], np.int32)
+        inputs = {"input_word_ids": ids, "input_mask": (np.arange(TAG_SEQ) < np.asarray(
+            [len(r) for r in ref["ids"]])[:, None]).astype(np.int32),
+                  "input_type_ids": np.zeros_like(ids)}
+        logits = np.asarray(loaded.model(inputs, training=False))
+        first = np.asarray([logits[w, c] for w, c in ref["words"]]).reshape(-1, len(TAGS))
+        n = len(words[i])
         raw = text.encode("utf-8")
         assert [t.decode() for t in got["tokens"][i, :n]] == words[i]
         for j in range(n):  # byte offsets into the original text
             start, end = got["start_offsets"][i, j], got["end_offsets"][i, j]
             assert raw[start:end].decode("utf-8") == words[i][j]
-        assert [t.decode() for t in got["labels"][i, :kept]] == expected[i][:kept]
-        first = np.flatnonzero(np.diff(np.r_[-1, features.word_ids[i]]) != 0)
-        first = [p for p in first if features.word_ids[i, p] >= 0]
-        assert got["label_ids"][i, :kept].tolist() == predicted[i, first].tolist()
-        probabilities = tf.nn.softmax(logits[i, first]).numpy().max(axis=-1)
-        np.testing.assert_allclose(got["scores"][i, :kept], probabilities, atol=1e-5)
-        # Words past the sequence length and padding: documented pad values.
-        assert set(got["labels"][i, kept:].tolist()) <= {b""}
-        assert set(got["label_ids"][i, kept:].tolist()) <= {-1}
+        # Every word has a label, read where its first wordpiece has the most context.
+        assert got["label_ids"][i, :n].tolist() == np.argmax(first, axis=-1).tolist()
+        assert [t.decode() for t in got["labels"][i, :n]] == [
+            TAGS[k] for k in np.argmax(first, axis=-1)]
+        np.testing.assert_allclose(got["scores"][i, :n],
+                                   tf.nn.softmax(first).numpy().max(axis=-1), atol=1e-5)
+        # Padding: documented pad values.
+        assert set(got["labels"][i, n:].tolist()) <= {b""}
+        assert set(got["label_ids"][i, n:].tolist()) <= {-1}
         assert set(got["start_offsets"][i, n:].tolist()) <= {-1}
+    assert long_sentence >= 3  # the long sentence is read in several windows
 
 
 def test_tagger_serve_ids_labels_every_position(tagger):
     loaded, exported = tagger
-    features = conll.align_sentences(loaded.tokenizer, [s.split() for s in SENTENCES],
-                                     TAG_SEQ)
+    features = align_sentences(loaded.tokenizer, [s.split() for s in SENTENCES], TAG_SEQ)
     out = tf.saved_model.load(exported.path).signatures["serve_ids"](
         **{k: tf.constant(v) for k, v in features.features().items()})
     logits = np.asarray(loaded.model(features.features(), training=False))
@@ -105,14 +122,14 @@ def _python_answers(loaded, threshold: float, allow_no_answer: bool = True):
     """`keras_bert.tasks.squad`'s features and decoder on the Keras model's logits."""
     examples = [squad.SquadExample(str(i), q, c)
                 for i, (q, c) in enumerate(zip(QUESTIONS, CONTEXTS, strict=True))]
-    features = squad.squad_features(examples, loaded.tokenizer, seq_length=QA_TASK["seq_length"],
+    features = reference_squad.squad_features(examples, loaded.tokenizer, seq_length=QA_TASK["seq_length"],
                                     max_query_length=QA_TASK["max_query_length"],
                                     doc_stride=QA_TASK["doc_stride"])
     assert len(features) == len(examples)  # every context fits one window
     inputs = {k: np.stack([getattr(f, k) for f in features])
               for k in ("input_word_ids", "input_mask", "input_type_ids")}
     logits = {k: np.asarray(v) for k, v in loaded.model(inputs, training=False).items()}
-    results = squad.decode_predictions(examples, features, logits["start_logits"],
+    results = reference_squad.decode_predictions(examples, features, logits["start_logits"],
                                        logits["end_logits"], allow_no_answer=allow_no_answer,
                                        null_score_threshold=threshold)
     return [results[ex.qas_id] for ex in examples], features, logits
@@ -211,12 +228,12 @@ def _python_long_answers(loaded, threshold: float, allow_no_answer: bool = True)
     questions, contexts = _long_pairs()
     examples = [squad.SquadExample(str(i), q, c)
                 for i, (q, c) in enumerate(zip(questions, contexts, strict=True))]
-    features = squad.squad_features(examples, loaded.tokenizer,
+    features = reference_squad.squad_features(examples, loaded.tokenizer,
                                     seq_length=LONG_TASK["seq_length"],
                                     max_query_length=LONG_TASK["max_query_length"],
                                     doc_stride=LONG_TASK["doc_stride"])
-    logits = loaded.model.predict(squad.squad_dataset(features), verbose=0)
-    results = squad.decode_predictions(examples, features, logits["start_logits"],
+    logits = loaded.model.predict(reference_squad.squad_dataset(features), verbose=0)
+    results = reference_squad.decode_predictions(examples, features, logits["start_logits"],
                                        logits["end_logits"], allow_no_answer=allow_no_answer,
                                        null_score_threshold=threshold)
     return [results[ex.qas_id] for ex in examples], features

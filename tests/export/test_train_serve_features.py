@@ -1,5 +1,5 @@
 """No train/serve skew: the features a model is fitted on are the ones its export makes, and
-`keras-bert predict` answers what the export answers.
+`keras-bert predict` answers what the export answers, for every task kind.
 
 Each case fine-tunes a tiny model for one epoch with `run_finetuning` on hard strings (the
 tokenizer's hard cases) and real text (the embedded corpus), exports the result, and
@@ -8,8 +8,11 @@ compares, on the same strings:
 - the training path: the `tf.data` batches `finetuning_inputs` builds (what `model.fit`
   receives), with the export's `preprocess` signature run by TF Serving's loader path
   (`SessionBundle`): identical ids, masks and segment ids, padded to the training length
-  (`--seq-length` export) or to each batch's longest text (default export);
+  (`--seq-length` export) or to each batch's longest text (default export); for taggers,
+  the training label of every word sits where the export reads the word's prediction;
 - `keras-bert predict` output with the export's `serving_default` outputs.
+
+The embed kind is not fine-tuned: its path is `TextEmbedder` (`keras-bert encode`).
 """
 
 from __future__ import annotations
@@ -121,3 +124,129 @@ def test_predict_answers_what_the_export_answers(finetuned, capsys):
                                    served["probabilities"], rtol=1e-5, atol=1e-6)
         assert [p["label"] for p in predicted] == [
             s.decode() for s in served["label"].reshape(-1)]
+
+
+# ---------------------------------------------------------------------------- tag, squad
+TAG_SEQ, QA_SEQ = 16, 40
+
+
+def _tagged_sentences() -> list[list[str]]:
+    sentences = [t.split() for t in _texts() if t.split()]
+    long = [w for s in sentences[-6:] for w in s]  # several windows at TAG_SEQ
+    return sentences + [long]
+
+
+def _write_conll(path, sentences) -> str:
+    tags = ["O", "B-PER", "I-PER", "B-LOC"]
+    with open(path, "w", encoding="utf-8") as f:
+        for i, words in enumerate(sentences):
+            f.write("".join(f"{w} {tags[(i + j) % 4]}\n" for j, w in enumerate(words)) + "\n")
+    return str(path)
+
+
+def _squad_examples() -> list[dict]:
+    contexts = [t for t in _texts() if len(t.split()) > 2][::3]
+    contexts.append(" ".join(contexts[-5:]))  # a long context: several windows
+    qas = []
+    for i, context in enumerate(contexts):
+        words = context.split()
+        answer = words[len(words) // 2]
+        qas.append({"context": context, "qas": [{
+            "id": f"q{i}", "question": f"what about {words[0]} {words[-1]}?",
+            "answers": [{"text": answer, "answer_start": context.index(answer)}]}]})
+    return qas
+
+
+@pytest.fixture(scope="module", params=["tag", "squad"])
+def finetuned_windows(request, tmp_path_factory):
+    """A one-epoch tiny tagger / span-QA model, its job, inputs file and export."""
+    root = tmp_path_factory.mktemp(request.param)
+    base = make_tiny_model_dir(root / "base")
+    if request.param == "tag":
+        sentences = _tagged_sentences()
+        data = _write_conll(root / "train.conll", sentences)
+        inputs = {"text": [" ".join(s) for s in sentences]}
+        seq = TAG_SEQ
+    else:
+        paragraphs = _squad_examples()
+        data = str(root / "train.json")
+        with open(data, "w", encoding="utf-8") as f:
+            json.dump({"data": [{"title": "t", "paragraphs": paragraphs}]}, f)
+        inputs = {"question": [p["qas"][0]["question"] for p in paragraphs],
+                  "context": [p["context"] for p in paragraphs]}
+        seq = QA_SEQ
+    job = FinetuneJob(task=request.param, model=base, train=data, eval=data,
+                      out=str(root / "out"), seq_length=seq, epochs=1, batch_size=16,
+                      max_query_length=8 if request.param == "squad" else None, verbose=0)
+    run_finetuning(job)
+    model_dir = os.path.join(job.out, "model")
+    export = export_model(model_dir, str(root / "export"), seq_length=seq).path
+    return job, inputs, data, model_dir, export
+
+
+def test_windows_trained_on_are_the_exports(finetuned_windows):
+    job, inputs, _, _, export = finetuned_windows
+    _, _, data = finetuning_inputs(job)
+    batches = list(data.eval.as_numpy_iterator())
+    trained = {k: np.concatenate([x[k] for x, _ in batches]) for k in INPUTS}
+    request = {k: np.asarray(v, object) for k, v in inputs.items()}
+    with SessionBundle(export) as bundle:
+        served = bundle.run("preprocess", request)
+    assert len(trained["input_word_ids"]) > len(next(iter(inputs.values())))  # windows
+    for name in INPUTS:
+        np.testing.assert_array_equal(served[name], trained[name], name)
+    if job.task == "tag":
+        # Every word's training label sits where the export reads its prediction.
+        labels = np.concatenate([y for _, y in batches])
+        gold = [t for _, tags in _conll_tags(job.train) for t in tags]
+        names = sorted(set(gold))
+        read = labels[served["word_window"], served["word_column"]]
+        assert read.tolist() == [names.index(t) for t in gold]
+    else:
+        assert served["window_row"].tolist() == sorted(served["window_row"].tolist())
+
+
+def _conll_tags(path):
+    from keras_bert.tasks.conll import read_conll
+
+    return [(s.words, s.tags) for s in read_conll(path)]
+
+
+def test_predict_tags_and_answers_what_the_export_answers(finetuned_windows, capsys):
+    job, inputs, data, model_dir, export = finetuned_windows
+    capsys.readouterr()
+    assert main(["predict", model_dir, "--input", data]) == 0
+    predicted = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    request = {k: np.asarray(v, object) for k, v in inputs.items()}
+    with SessionBundle(export) as bundle:
+        served = bundle.run("serving_default", request)
+    if job.task == "tag":
+        assert len(predicted) == len(inputs["text"])
+        for i, p in enumerate(predicted):
+            n = int(served["num_words"][i])
+            assert n == len(p["tokens"]) == len(p["tags"])  # every word tagged
+            assert p["tags"] == [t.decode() for t in served["labels"][i, :n]]
+    else:
+        assert [p["answer"] for p in predicted] == [a.decode() for a in served["answer"]]
+        for p, context, start in zip(predicted, inputs["context"], served["start"],
+                                     strict=True):
+            if p["start"] is not None:  # character offsets of the served byte offsets
+                assert len(context[:p["start"]].encode()) == start
+                assert context[p["start"]:p["end"]] == p["answer"]
+
+
+def test_embedder_preprocessing_is_the_exports(tmp_path):
+    from keras_bert.checkpoints import load_model_dir
+    from keras_bert.text_embedder import TextEmbedder
+
+    model_dir = load_model_dir(make_tiny_model_dir(tmp_path / "base"))
+    texts = _texts()
+    embedder = TextEmbedder(model_dir.load_encoder(), model_dir.preprocessor(), seq_length=24)
+    local = {k: v.numpy() for k, v in embedder.preprocessor(np.asarray(texts, object)).items()}
+    export = export_model(model_dir.path, str(tmp_path / "export"), max_length=24).path
+    with SessionBundle(export) as bundle:
+        served = bundle.run("preprocess", {"text": np.asarray(texts, object)})
+        vectors = bundle.run("serving_default", {"text": np.asarray(texts, object)})
+    for name in INPUTS:
+        np.testing.assert_array_equal(served[name], local[name], name)
+    np.testing.assert_allclose(vectors["embedding"], embedder(texts), rtol=1e-5, atol=1e-5)

@@ -1,4 +1,5 @@
-"""CoNLL reading and first-wordpiece label alignment (real uncased BERT vocabulary).
+"""CoNLL reading, and the Python reference of first-wordpiece label alignment
+(`tests/tasks/reference_alignment.py`; real uncased BERT vocabulary).
 
 Wordpieces used below (Google's uncased vocab): "Ishmael" -> is ##hma ##el (2003, 22444,
 2884); "Queequeg" -> que ##e ##que ##g; "harpooneer" -> harp ##oon ##eer; "Call" -> call
@@ -12,20 +13,19 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert.tasks.conll import (
-    IGNORE_LABEL,
+from keras_bert.tasks.conll import read_conll, read_conll_words, tag_vocab
+from keras_bert.tasks.labels import LabelVocab
+from keras_bert.text import BertTokenizer
+from keras_bert.text.word_windows import IGNORE_LABEL
+from tests.reference import minilm_dir
+from tests.tasks.reference_alignment import (
     align_sentences,
     encode_tagged,
     predictions_to_tags,
-    read_conll,
-    tag_vocab,
     tagging_dataset,
     tokenize_words,
     words_that_fit,
 )
-from keras_bert.tasks.labels import LabelVocab
-from keras_bert.text import BertTokenizer
-from tests.reference import minilm_dir
 
 CONLL = """-DOCSTART- -X- -X- O
 
@@ -56,6 +56,12 @@ def test_read_conll(sentences):
     assert [(s.words, s.tags, s.line) for s in sentences] == [
         (["Call", "me", "Ishmael", "."], ["O", "O", "B-PER", "O"], 3),
         (["Queequeg", "harpooneer"], ["B-PER", "O"], 8)]
+
+
+def test_read_conll_words_ignores_tags(tmp_path):
+    path = tmp_path / "predict.conll"
+    path.write_text("-DOCSTART- O\n\nCall O\nme\n\n\nIshmael B-PER\n", encoding="utf-8")
+    assert read_conll_words(path) == [["Call", "me"], ["Ishmael"]]
 
 
 @pytest.mark.parametrize("text, message", [

@@ -1,4 +1,5 @@
-"""SQuAD reading, windowed features (original run_squad.py rules) and answer decoding.
+"""SQuAD reading, and the Python reference of the windowed features (original run_squad.py
+rules) and answer decoding (`tests/tasks/reference_squad.py`).
 
 Generated data (no SQuAD set is installed):
   * long context: the sentences "Fact {i}: the whale number {i} is {colour}." for i = 1..40,
@@ -19,21 +20,18 @@ import numpy as np
 import pytest
 
 from keras_bert.tasks.metrics import squad_em_f1
-from keras_bert.tasks.squad import (
-    SquadAnswer,
-    SquadExample,
+from keras_bert.tasks.squad import SquadAnswer, SquadExample, parse_squad, read_squad
+from keras_bert.text import BertTokenizer
+from tests.reference import minilm_dir
+from tests.tasks.reference_squad import (
     byte_to_char_offsets,
     decode_predictions,
     doc_windows,
     max_context_windows,
-    parse_squad,
     predicted_texts,
-    read_squad,
     squad_dataset,
     squad_features,
 )
-from keras_bert.text import BertTokenizer
-from tests.reference import minilm_dir
 
 COLOURS = ["grey", "white", "blue", "black"]
 LONG = " ".join(f"Fact {i}: the whale number {i} is {COLOURS[i % 4]}." for i in range(1, 41))

@@ -8,10 +8,10 @@
 | `start`, `end` | int64 | UTF-8 BYTE offsets of the answer in the context (`-1` for no answer) |
 | `score` | float32 | `start_logit + end_logit` of the answer; the null score when "no answer" wins (SQuAD v2.0); `-inf` when no span is valid (v1.1) |
 
-The windows and decoding are those of `keras_bert.tasks.squad` (the original `run_squad.py`),
-as `keras-bert predict` runs them: the question is cut to `max_query_length` wordpieces and
-the context is covered by windows `[CLS] question [SEP] window [SEP]` whose starts advance
-by `doc_stride` tokens until one reaches the context's end (`keras_bert.export.doc_windows`).
+The windows are fine-tuning's (`keras_bert.text.question_windows`, the original
+`run_squad.py`'s rules) and `keras-bert predict` runs this very function: the question is cut
+to `max_query_length` wordpieces and the context is covered by windows `[CLS] question [SEP]
+window [SEP]` whose starts advance by `doc_stride` tokens until one reaches the context's end.
 Question and context are tokenized once; the windows of the whole batch go through the
 model as one batch. In each window, of the `n_best` best start and end positions, pairs
 with both ends in the context, a start whose max-context window is this one, start <= end
@@ -22,8 +22,8 @@ pair's windows, and the answer is `""` when it exceeds the best span's score by 
 `null_score_threshold`. A context of `n` tokens costs about `n / doc_stride` windows.
 
 `serve_ids` (clients that pack `[CLS] question [SEP] context [SEP]` themselves, one
-window per row) decodes each row on its own and returns `start_logits`, `end_logits`, `start_position`, `end_position` (token positions, -1 for no
-answer) and `score`.
+window per row) decodes each row on its own and returns `start_logits`, `end_logits`,
+`start_position`, `end_position` (token positions, -1 for no answer) and `score`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.export.doc_windows import doc_windows, is_max_context
-from keras_bert.export.serving_module import ServingModule
+from keras_bert.tasks.serving_module import ServingModule
+from keras_bert.text.question_windows import question_windows
 
 NO_ANSWER = -1
 
@@ -79,12 +79,6 @@ def best_spans(start_logits, end_logits, context_begin, context_end, n_best: int
     return {"start_position": tf.where(answered, tf.cast(start, tf.int64), NO_ANSWER),
             "end_position": tf.where(answered, tf.cast(end_position, tf.int64), NO_ANSWER),
             "score": best_score}
-
-
-def _keep_first(rt: tf.RaggedTensor, lengths) -> tf.RaggedTensor:
-    """The first `lengths[i]` values of each row of a 2-D ragged tensor."""
-    positions = tf.ragged.range(rt.row_lengths())
-    return tf.ragged.boolean_mask(rt, positions < tf.cast(lengths, tf.int64)[:, None])
 
 
 class SpanQAServingModule(ServingModule):
@@ -134,29 +128,10 @@ class SpanQAServingModule(ServingModule):
         return {"start_logits": start_logits, "end_logits": end_logits, **spans}
 
     def windows(self, question, context) -> dict:
-        """The packed windows of each (question, context) pair (host CPU).
-
-        Returns `inputs` (the model inputs, one row per window), `windows` (a `Windows`),
-        `begin` (each window's first context column), `first` (its first context token in
-        the flat context ids), `max_context` (the columns whose max-context window is this
-        one) and the context tokens' byte `starts` / `ends` (ragged, per pair).
-        """
-        with tf.device("/CPU:0"):
-            query = self.tokenizer.tokenize(question)
-            query = _keep_first(query, tf.minimum(query.row_lengths(), self.max_query_length))
-            ids, starts, ends = self.tokenizer.tokenize_with_offsets(context)
-            row_starts = tf.cast(ids.row_splits[:-1], tf.int64)
-            room = self.packer.max_length - 3 - tf.cast(query.row_lengths(), tf.int64)
-            windows = doc_windows(ids.row_lengths(), room, self.doc_stride)
-            first = tf.gather(row_starts, windows.example) + windows.start  # in ids.values
-            window_ids = tf.gather(ids.values, tf.ragged.range(first, first + windows.length))
-            window_query = tf.gather(query, windows.example)
-            inputs = self.packer([window_query, window_ids])
-            begin = tf.cast(window_query.row_lengths(), tf.int64) + 2
-            max_context = is_max_context(windows, begin,
-                                         tf.shape(inputs["input_word_ids"])[1])
-        return {"inputs": inputs, "windows": windows, "begin": begin, "first": first,
-                "max_context": max_context, "starts": starts, "ends": ends}
+        """The packed windows of each (question, context) pair (see
+        `keras_bert.text.question_windows`, the featurisation fine-tuning uses too)."""
+        return question_windows(self.preprocessor, question, context, self.max_query_length,
+                                self.doc_stride)
 
     def answer(self, question, context) -> dict:
         """`serving_default`: the answer of each (question, context) pair.

@@ -11,9 +11,11 @@ constant, never a file path) -- and the Keras model, and exposes:
   them (what `serving_default` feeds the model), for clients and checks.
 
 String processing is pinned to the host CPU so a GPU model server runs only the network on
-the GPU. Outputs depend on the task (`keras_bert.export.task_outputs`); the tagger and span-QA
-exports subclass this module (`tagging.py`, `span_qa.py`) because their text signature
-needs more than the packed ids (word and context offsets).
+the GPU. Outputs depend on the task (`keras_bert.tasks.serving_outputs`); the tagger and
+span-QA exports subclass this module (`tagger_serving.py`, `span_qa_serving.py`) because
+their text signature needs more than the packed ids (word and context offsets). Each task
+kind (`keras_bert.tasks.task.Task.serving_module`) builds its module; `keras-bert predict`
+runs the same functions in process.
 
 The module itself is never saved: `endpoints()` gives the functions and input signatures
 that `keras_bert.export.exporter` hands to `keras.export.ExportArchive`, which stores each
@@ -41,7 +43,7 @@ class ServingModule:
         `seq_length` (TPU/XLA serving), or None to pad each batch to its longest text,
         truncated at its `max_length` (see `BertPreprocessor.with_length`).
       outputs_fn: `(model_outputs, packed_inputs) -> dict of named tensors` (the task's
-        postprocessing; see `keras_bert.export.task_outputs`).
+        postprocessing; see `keras_bert.tasks.serving_outputs`).
       pair: whether `serving_default` takes `text_b` too.
     """
 

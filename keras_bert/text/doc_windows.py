@@ -67,15 +67,35 @@ def doc_windows(num_tokens, max_tokens, doc_stride: int) -> Windows:
     return Windows(example, index, start, length, count, *per_window)
 
 
-def _score(position, window, windows: Windows, count) -> tf.Tensor:
-    """float64 max-context score of each token `position` in `window` (-inf outside it)."""
-    start = window * windows.step[:, None]
-    length = tf.minimum(windows.num_tokens[:, None] - start, windows.max_tokens[:, None])
+def _score(position, window, step, num_tokens, max_tokens, count) -> tf.Tensor:
+    """float64 max-context score of each token `position` in `window` (-inf outside it);
+    the other arguments are those of the token's example, broadcast against `position`."""
+    start = window * step
+    length = tf.minimum(num_tokens - start, max_tokens)
     left, right = position - start, start + length - 1 - position
     inside = (left >= 0) & (right >= 0) & (window < count)
     # The original's float arithmetic: an integer plus 0.01 * length, in float64.
     score = tf.cast(tf.minimum(left, right), tf.float64) + 0.01 * tf.cast(length, tf.float64)
     return tf.where(inside, score, tf.constant(-float("inf"), tf.float64))
+
+
+def max_context_window(position, step, num_tokens, max_tokens, count) -> tf.Tensor:
+    """int64: the window (numbered within its example) where each token `position` has
+    the most context; the other arguments are its example's stride, token count, longest
+    window and window count, broadcast against `position` (see the module docstring)."""
+    last = count - 1
+    full_last = tf.maximum(last - 1, 0)  # windows 0 .. count - 2 hold max_tokens tokens
+    peak = (2 * position - max_tokens + 1) // (2 * step)
+    candidates = [tf.clip_by_value(peak, 0, full_last),
+                  tf.clip_by_value(peak + 1, 0, full_last),
+                  last + tf.zeros_like(peak)]
+    args = (step, num_tokens, max_tokens, count)
+    best, best_score = candidates[0], _score(position, candidates[0], *args)
+    for window in candidates[1:]:  # ascending: a strict win keeps the first window on ties
+        score = _score(position, window, *args)
+        best = tf.where(score > best_score, window, best)
+        best_score = tf.maximum(score, best_score)
+    return best
 
 
 def is_max_context(windows: Windows, offset, width) -> tf.Tensor:
@@ -93,16 +113,6 @@ def is_max_context(windows: Windows, offset, width) -> tf.Tensor:
     in_window = (j >= 0) & (j < windows.length[:, None])
     position = windows.start[:, None] + j  # the context token at each column
     count = tf.gather(windows.count, windows.example)[:, None]
-    step, m = windows.step[:, None], windows.max_tokens[:, None]
-    last = count - 1
-    full_last = tf.maximum(last - 1, 0)  # windows 0 .. count - 2 hold m tokens
-    peak = (2 * position - m + 1) // (2 * step)
-    candidates = [tf.clip_by_value(peak, 0, full_last),
-                  tf.clip_by_value(peak + 1, 0, full_last),
-                  last + tf.zeros_like(peak)]
-    best, best_score = candidates[0], _score(position, candidates[0], windows, count)
-    for window in candidates[1:]:  # ascending: a strict win keeps the first window on ties
-        score = _score(position, window, windows, count)
-        best = tf.where(score > best_score, window, best)
-        best_score = tf.maximum(score, best_score)
+    best = max_context_window(position, windows.step[:, None], windows.num_tokens[:, None],
+                              windows.max_tokens[:, None], count)
     return in_window & tf.equal(best, windows.index[:, None])

@@ -1,0 +1,165 @@
+"""Sentence (pair) tasks: `ClassifyTask` (class labels) and `RegressTask` (one score).
+
+Data: CSV/TSV/JSONL rows (`keras_bert.tasks.readers`), featurised by the model's
+`BertPreprocessor` in the `tf.data` pipeline. Model: `BertClassifier` (`num_classes=1` for
+regression). Metrics: accuracy; Pearson, Spearman and MSE. Export: `ServingModule` with
+`classification_outputs` / `regression_outputs`.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+from keras_bert.models.classifier import BertClassifier
+from keras_bert.tasks import metrics, readers
+from keras_bert.tasks.labels import LabelVocab
+from keras_bert.tasks.serving_module import ServingModule
+from keras_bert.tasks.serving_outputs import classification_outputs, regression_outputs
+from keras_bert.tasks.task import PREDICT_BATCH, Task, TaskData, run_in_batches, text_of
+
+
+class SentenceTask(Task):
+    """What classification and regression share: rows of text (pairs), one target each."""
+
+    def num_outputs(self, labels) -> int:
+        """The classifier's output width."""
+        raise NotImplementedError
+
+    def targets(self, examples, labels) -> np.ndarray:
+        """The training targets of `examples`."""
+        raise NotImplementedError
+
+    def scores(self, gold: np.ndarray, logits: np.ndarray) -> dict:
+        """The task metrics of predicted `logits` against `gold` targets."""
+        raise NotImplementedError
+
+    def build_model(self, encoder, spec: dict, labels=None):
+        """A `BertClassifier` (pooling and dropout from `spec`)."""
+        return BertClassifier(encoder, self.num_outputs(labels), dropout=spec.get("dropout"),
+                              pooling=spec.get("pooling", "pooled"))
+
+    def data(self, job, preprocessor) -> TaskData:
+        """Rows of `job.train` / `job.eval` mapped through `preprocessor`."""
+        columns = dict(text_column=job.text_column, text_b_column=job.text_b_column,
+                       label_column=job.label_column, task=self.reader_kind)
+        train = readers.read_examples(job.train, **columns)
+        labels = LabelVocab.from_labels(ex.label for ex in train) if self.labelled else None
+
+        def dataset(examples, **kwargs):
+            return readers.text_dataset(examples, preprocessor, self.targets(examples, labels),
+                                        batch_size=job.batch_size, **kwargs)
+
+        train_ds = dataset(train, shuffle_buffer=len(train), seed=job.seed)
+        spec = {"kind": self.name, "seq_length": job.seq_length,
+                "pair": job.text_b_column is not None, "text_column": job.text_column,
+                "text_b_column": job.text_b_column, "pooling": job.pooling}
+        if labels is not None:
+            spec["num_classes"] = len(labels)
+        if not job.eval:
+            return TaskData(train_ds, len(train), None, 0, None, labels, spec)
+        evaluation = readers.read_examples(job.eval, labels=labels, **columns)
+        eval_ds = dataset(evaluation)
+        gold = self.targets(evaluation, labels)
+
+        def evaluate(model) -> dict:
+            logits = np.asarray(model.predict(eval_ds.map(lambda x, y: x), verbose=0))
+            return self.scores(gold, logits)
+
+        return TaskData(train_ds, len(train), eval_ds, len(evaluation), evaluate, labels, spec)
+
+    def read_inputs(self, source: str, spec: dict, text_column: str | None = None,
+                    text_b_column: str | None = None) -> list:
+        """`TextExample`s: the trained text column(s) of a CSV/TSV/JSONL file, or stdin
+        lines (`text<TAB>text_b` for pair models)."""
+        pair = bool(spec.get("pair"))
+        if source == "-":
+            return readers.read_stdin_examples(pair)
+        text_b = text_b_column or (spec.get("text_b_column") if pair else None)
+        return readers.read_examples(source, text_column=text_column or spec.get(
+            "text_column") or "text", text_b_column=text_b, label_column=None)
+
+    def requests(self, examples) -> dict[str, list[str]]:
+        """The `serving_default` inputs of `examples`."""
+        requests = {"text": [ex.text for ex in examples]}
+        if examples and examples[0].text_b is not None:
+            requests["text_b"] = [ex.text_b for ex in examples]
+        return requests
+
+
+class ClassifyTask(SentenceTask):
+    """Sentence (pair) classification; metric: accuracy."""
+
+    name = "classify"
+    labelled = True
+    reader_kind = readers.CLASSIFICATION
+
+    def num_outputs(self, labels) -> int:
+        """One logit per class."""
+        if labels is None:
+            raise ValueError("a classify model needs its labels")
+        return len(labels)
+
+    def targets(self, examples, labels) -> np.ndarray:
+        """int32 class ids."""
+        return readers.encode_labels(examples, labels)
+
+    def scores(self, gold, logits) -> dict:
+        """`accuracy`."""
+        return {"accuracy": metrics.accuracy(gold, np.argmax(logits, axis=-1))}
+
+    def compile(self, model, optimizer) -> None:
+        """Cross-entropy on logits; accuracy."""
+        model.compile(optimizer=optimizer,
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                      jit_compile=False)
+
+    def serving_module(self, model, preprocessor, labels, spec: dict, **options):
+        """`logits`, `probabilities`, `label_id`, `label`."""
+        return ServingModule(model, preprocessor, classification_outputs(list(labels.names)),
+                             pair=bool(spec.get("pair", False)))
+
+    def predict(self, module, inputs, batch_size: int = PREDICT_BATCH) -> list[dict]:
+        """`{"label", "probabilities"}` per row."""
+        out = run_in_batches(module.text_function(), self.requests(inputs), batch_size)
+        return [{"label": text_of(label), "probabilities": [float(p) for p in probs]}
+                for label, probs in zip(out["label"], out["probabilities"], strict=True)]
+
+
+class RegressTask(SentenceTask):
+    """Sentence (pair) regression; metrics: Pearson, Spearman, MSE."""
+
+    name = "regress"
+    reader_kind = readers.REGRESSION
+
+    def num_outputs(self, labels) -> int:
+        """One score."""
+        return 1
+
+    def targets(self, examples, labels) -> np.ndarray:
+        """float32 targets."""
+        return readers.regression_targets(examples)
+
+    def scores(self, gold, logits) -> dict:
+        """`pearson`, `spearman`, `mse`."""
+        gold = gold.astype(np.float64)
+        predicted = np.asarray(logits, np.float64).reshape(-1)
+        return {"pearson": metrics.pearson(gold, predicted),
+                "spearman": metrics.spearman(gold, predicted),
+                "mse": float(np.mean((gold - predicted) ** 2))}
+
+    def compile(self, model, optimizer) -> None:
+        """Mean squared error."""
+        model.compile(optimizer=optimizer, loss=keras.losses.MeanSquaredError(),
+                      jit_compile=False)
+
+    def serving_module(self, model, preprocessor, labels, spec: dict, **options):
+        """`score`."""
+        return ServingModule(model, preprocessor, regression_outputs(),
+                             pair=bool(spec.get("pair", False)))
+
+    def predict(self, module, inputs, batch_size: int = PREDICT_BATCH) -> list[dict]:
+        """`{"score"}` per row."""
+        out = run_in_batches(module.text_function(), self.requests(inputs), batch_size)
+        return [{"score": float(s)} for s in out["score"]]

@@ -1,0 +1,108 @@
+"""`Task`: one class per kind of fine-tuned model (classify, regress, tag, span QA, embed).
+
+A task kind owns everything that differs between kinds: the Keras model around an encoder,
+the training data (featurised by the model's one `BertPreprocessor`), loss and metrics, the
+evaluation, the functions behind its export's signatures, and the answers of
+`keras-bert predict`, which runs those same functions in process. A model directory records
+its kind's `name` (`metadata.task.kind`); `keras_bert.tasks.registry.task_kind(name)` maps
+it back to the class. Nothing else compares task names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+import tensorflow as tf
+
+PREDICT_BATCH = 32
+
+
+@dataclasses.dataclass
+class TaskData:
+    """A task's training data and its evaluation.
+
+    `train`: shuffled `(inputs, targets)` batches; `eval`: `(inputs, targets)` batches in
+    order (validation loss) or `None`; `evaluate(model)`: the task metrics on
+    the eval set; `labels`: the label vocabulary (classify, tag); `spec`: the task block of
+    the model directory (`kind`, `seq_length`, ...).
+    """
+
+    train: tf.data.Dataset
+    num_train: int
+    eval: tf.data.Dataset | None
+    num_eval: int
+    evaluate: Callable | None
+    labels: Any
+    spec: dict
+
+
+class Task:
+    """One kind of task. Subclasses set `name` and implement the methods below.
+
+    `spec` is the task block of a model directory (`metadata.task`: `kind`, `seq_length`
+    and the kind's settings); `labels` a `LabelVocab` or None; `job` a
+    `keras_bert.training.FinetuneJob` (read for its fields only).
+    """
+
+    name: ClassVar[str] = ""
+    labelled: ClassVar[bool] = False  # has a label vocabulary (labels.txt)
+    finetunable: ClassVar[bool] = True  # `keras-bert finetune --task NAME`
+    predictable: ClassVar[bool] = True  # `keras-bert predict` answers for it
+
+    def build_model(self, encoder, spec: dict, labels=None):
+        """The task model (untrained head) around `encoder`."""
+        raise NotImplementedError
+
+    def data(self, job, preprocessor) -> TaskData:
+        """The training (and evaluation) data of `job`, featurised by `preprocessor`."""
+        raise NotImplementedError(f"the {self.name!r} task is not fine-tuned")
+
+    def compile(self, model, optimizer) -> None:
+        """Compiles `model` with the task's loss and Keras metrics (no XLA)."""
+        raise NotImplementedError
+
+    def serving_module(self, model, preprocessor, labels, spec: dict, **options):
+        """The functions of the export (a `keras_bert.tasks.serving_module.ServingModule`)."""
+        raise NotImplementedError
+
+    def read_inputs(self, source: str, spec: dict, text_column: str | None = None,
+                    text_b_column: str | None = None) -> list:
+        """Prediction inputs from a file (or `-`, stdin), as the kind reads them."""
+        raise NotImplementedError(f"`keras-bert predict` does not answer for {self.name!r}")
+
+    def predict(self, module, inputs: list, batch_size: int = PREDICT_BATCH) -> list[dict]:
+        """One JSON-ready answer per input, computed by the export's `serving_default`
+        function (`module.text_function()`) in this process."""
+        raise NotImplementedError(f"`keras-bert predict` does not answer for {self.name!r}")
+
+
+def run_in_batches(function, requests: dict[str, list], batch_size: int) -> dict[str, np.ndarray]:
+    """`function(**batch)` over `requests` (name -> list of strings) in batches of
+    `batch_size`; each output's batches concatenated (padded ones padded to the widest)."""
+    count = len(next(iter(requests.values())))
+    parts: dict[str, list[np.ndarray]] = {}
+    for begin in range(0, count, batch_size):
+        batch = {k: tf.constant(v[begin:begin + batch_size], tf.string)
+                 for k, v in requests.items()}
+        for name, value in function(**batch).items():
+            parts.setdefault(name, []).append(value.numpy())
+    return {name: _concatenate(values) for name, values in parts.items()}
+
+
+def _concatenate(values: list[np.ndarray]) -> np.ndarray:
+    if values[0].ndim < 2:
+        return np.concatenate(values)
+    width = max(v.shape[1] for v in values)
+    padded = []
+    for v in values:
+        pad = np.zeros((v.shape[0], width - v.shape[1], *v.shape[2:]), v.dtype)
+        padded.append(np.concatenate([v, pad], axis=1))
+    return np.concatenate(padded)
+
+
+def text_of(value) -> str:
+    """A string output of a serving function as `str`."""
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
