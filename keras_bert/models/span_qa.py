@@ -3,11 +3,11 @@
 The BERT paper's recipe: one dense layer with two outputs on every position of the last
 layer, giving a start and an end logit per token. Padding positions (`input_mask == 0`) get
 a logit of -10,000 so they never win; restricting answers to the context is left to the
-decoder (`keras_bert.tasks.decode_predictions`), which also keeps position 0 ([CLS]) as the
+decoder (`keras_bert.tasks.span_qa_serving`), which also keeps position 0 ([CLS]) as the
 "no answer" of SQuAD v2.0.
 
 Loss (the original `run_squad.py`): the mean of the start and end cross-entropies, with the
-targets `start_positions` / `end_positions` of `keras_bert.tasks.squad_dataset`.
+targets `start_positions` / `end_positions` of `keras_bert.text.question_windows`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The BERT paper's recipe: dropout, then one dense layer on every position of the last layer.
 Train it with `keras.losses.SparseCategoricalCrossentropy(from_logits=True,
 ignore_class=keras_bert.tasks.IGNORE_LABEL)` on the labels of
-`keras_bert.tasks.align_sentences` (first wordpiece of each word labelled, the rest ignored).
+`keras_bert.text.word_windows` (first wordpiece of each word labelled, the rest ignored).
 """
 
 from __future__ import annotations

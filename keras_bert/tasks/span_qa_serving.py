@@ -91,8 +91,8 @@ class SpanQAServingModule(ServingModule):
       max_query_length: question wordpieces kept (the training setting).
       doc_stride: how far the windows over a long context advance (the training setting).
       allow_no_answer: SQuAD v2.0 decoding (the answer may be "").
-      null_score_threshold, n_best, max_answer_length: decoding settings (see
-        `keras_bert.tasks.squad.decode_predictions`).
+      null_score_threshold, n_best, max_answer_length: decoding settings (the original
+        `run_squad.py`'s, see the module docstring).
     """
 
     def __init__(self, model, preprocessor, max_query_length: int = 64, doc_stride: int = 128,
