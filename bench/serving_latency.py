@@ -122,13 +122,10 @@ def build_export(root: str, size: str) -> tuple[str, str]:
 
 def packed_ids(vocab: str, texts: list[str]) -> dict:
     """The id inputs of `texts` (what a client that tokenizes itself sends)."""
-    from keras_bert.text import BertTokenizer
-    from keras_bert.text.packer import BertPacker
+    from keras_bert.text import BertPreprocessor, BertTokenizer
 
-    tokenizer = BertTokenizer(vocab)
-    ids = tokenizer.special_token_ids
-    packer = BertPacker(SEQ_LENGTH, ids["cls"], ids["sep"], ids["pad"])
-    return {k: v.numpy() for k, v in packer([tokenizer.tokenize(texts)]).items()}
+    preprocessor = BertPreprocessor(BertTokenizer(vocab), SEQ_LENGTH)
+    return {k: v.numpy() for k, v in preprocessor(texts).items()}
 
 
 def free_port() -> int:

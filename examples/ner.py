@@ -92,7 +92,6 @@ def main(argv=None) -> dict:
     if args.quick:
         args.train_size, args.eval_size, args.epochs, args.seq_length = 160, 48, 1, 48
 
-    from keras_bert.cli.predict import predict_tags
     from keras_bert.training.finetune_job import FinetuneJob, load_task_model, run_finetuning
 
     rows = tagged_corpus()
@@ -115,7 +114,8 @@ def main(argv=None) -> dict:
 
     tagger = load_task_model(os.path.join(job.out, "model"))
     words, _ = tag_sentence("Captain Ahab sailed from Nantucket to the Pacific with Starbuck .")
-    [predicted] = predict_tags(tagger, [words], args.seq_length)
+    # What `keras-bert predict` and the export run: the tag kind's serving function.
+    [predicted] = tagger.task_kind.predict(tagger.serving_module(), [words])
     print("example:", " ".join(f"{w}/{t}" for w, t in zip(words, predicted["tags"],
                                                           strict=True)))
     return result

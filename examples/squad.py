@@ -108,7 +108,6 @@ def main(argv=None) -> dict:
     if args.quick:
         args.train_size, args.eval_size, args.epochs, args.seq_length = 96, 32, 1, 96
 
-    from keras_bert.cli.predict import predict_answers
     from keras_bert.tasks import SquadExample
     from keras_bert.training.finetune_job import FinetuneJob, load_task_model, run_finetuning
 
@@ -137,7 +136,9 @@ def main(argv=None) -> dict:
     qa = load_task_model(os.path.join(job.out, "model"))
     context = ("Call me Ishmael. Some years ago I thought I would sail about a little and see "
                "the watery part of the world.")
-    [answer] = predict_answers(qa, [SquadExample("demo", "call me what ?", context)])
+    # What `keras-bert predict` and the export run: the squad kind's serving function.
+    [answer] = qa.task_kind.predict(qa.serving_module(),
+                                    [SquadExample("demo", "call me what ?", context)])
     print(f"example: 'call me what ?' -> {answer['answer']!r} "
           f"(characters {answer['start']}..{answer['end']})")
     return result

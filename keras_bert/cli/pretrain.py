@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from keras_bert.cli.finetune import PRECISION_NAMES  # one list of choices
+
 
 def register(subparsers) -> None:
     """Adds the `pretrain` subcommand."""
@@ -42,7 +44,7 @@ def register(subparsers) -> None:
                    help="loss = MLM + this * NSP (the original: 1; on the embedded corpus "
                         "a weight of 10 kept BERT-Tiny's NSP at the label prior)")
     p.add_argument("--precision", default="float32",
-                   choices=("float32", "mixed_float16", "mixed_bfloat16"))
+                   choices=PRECISION_NAMES)
     p.add_argument("--strategy", default="auto",
                    choices=("auto", "default", "mirrored", "multi_worker", "tpu"))
     p.add_argument("--jit-compile", action="store_true", help="XLA (measured slower on CPU)")

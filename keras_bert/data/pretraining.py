@@ -187,7 +187,7 @@ def _pack_and_mask(ds, tokenizer, batch_size, options, dynamic, drop_remainder):
     masks and labels. Packs and masks chunks of several batches per call, then cuts them
     into `batch_size` batches (one mask seed per chunk)."""
     ids = tokenizer.special_token_ids
-    packer = BertPacker(options.seq_length, ids["cls"], ids["sep"], ids["pad"])
+    packer = BertPacker.for_tokenizer(tokenizer, options.seq_length)
     masker = BertMasker(
         tokenizer.vocab_size, ids["mask"], special_ids=ids.values(),
         max_predictions=options.max_predictions, mask_rate=options.mask_rate,

@@ -38,7 +38,7 @@ from keras_bert.tasks.task import TaskData
 from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
-from keras_bert.training.precision import PRECISIONS
+from keras_bert.training.precision import check_precision
 
 TASKS = FINETUNE_TASKS
 
@@ -74,8 +74,7 @@ class FinetuneJob:
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        check_precision(self.precision)
         if self.epochs < 1 or self.batch_size < 1 or self.seq_length < 3:
             raise ValueError("epochs and batch_size must be positive and seq_length at least 3")
         if not 0.0 <= self.warmup_fraction < 1.0:

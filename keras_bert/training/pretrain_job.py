@@ -27,9 +27,9 @@ from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.training.checkpointing import ResumableCheckpoint, skip_consumed
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
+from keras_bert.training.precision import check_precision
 from keras_bert.training.strategy import get_strategy
 
-PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 DEFAULT_VOCAB = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "vocab",
                              "corpus_uncased_8k.txt")
 
@@ -66,8 +66,7 @@ class PretrainJob:
     callbacks: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        check_precision(self.precision)
         if self.steps < 1 or self.steps_per_epoch < 1 or self.batch_size < 1:
             raise ValueError("steps, steps_per_epoch and batch_size must be positive")
         if self.steps % self.steps_per_epoch:

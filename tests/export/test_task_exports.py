@@ -223,8 +223,8 @@ def _long_pairs():
 
 
 def _python_long_answers(loaded, threshold: float, allow_no_answer: bool = True):
-    """What `keras-bert predict` computes (`cli.predict.predict_answers`: windowed features,
-    the Keras model, `decode_predictions`) with a null-score threshold, and the features."""
+    """The Python reference of the original run_squad.py (windowed features, the Keras model,
+    `decode_predictions`) with a null-score threshold, and the features."""
     questions, contexts = _long_pairs()
     examples = [squad.SquadExample(str(i), q, c)
                 for i, (q, c) in enumerate(zip(questions, contexts, strict=True))]
@@ -269,7 +269,7 @@ def long_qa(tmp_path_factory):
     return loaded, exported, threshold
 
 
-def test_long_contexts_fresh_process_match_predict(long_qa, tmp_path):
+def test_long_contexts_fresh_process_match_the_python_reference(long_qa, tmp_path):
     loaded, exported, threshold = long_qa
     questions, contexts = _long_pairs()
     got = run_fresh(exported.path, "serving_default",
@@ -288,7 +288,7 @@ def test_long_contexts_fresh_process_match_predict(long_qa, tmp_path):
 
 
 @pytest.mark.parametrize("allow_no_answer,seq_length", [(False, None), (True, 32)])
-def test_long_contexts_in_graph_match_predict(long_qa, allow_no_answer, seq_length):
+def test_long_contexts_in_graph_match_the_python_reference(long_qa, allow_no_answer, seq_length):
     # SQuAD v1.1 decoding (no null answer; -inf when no span is valid), and a static
     # sequence length (TPU/XLA exports), traced as the export traces them.
     loaded, _, threshold = long_qa
