@@ -46,6 +46,19 @@ def infer_lower_case(path: str, vocab_file: str) -> bool:
     return True
 
 
+def checkpoint_vocab(src: str) -> tuple[str, bool]:
+    """`(vocab file, lower_case)` of checkpoint directory `src` (any supported format)."""
+    if detect_format(src) == "keras_bert":
+        from keras_bert.checkpoints.model_dir import load_model_dir
+
+        source = load_model_dir(src)
+        return source.vocab_file, source.lower_case
+    vocab_file = os.path.join(src, "vocab.txt")
+    if not os.path.exists(vocab_file):
+        raise FileNotFoundError(f"No vocab.txt in {src}")
+    return vocab_file, infer_lower_case(src, vocab_file)
+
+
 def read_checkpoint(src: str, lower_case: bool | None = None):
     """Loads the encoder of checkpoint directory `src` (any supported format).
 

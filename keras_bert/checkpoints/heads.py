@@ -129,13 +129,14 @@ def load_google_pretrainer_weights(pretrainer: BertPretrainer, path: str) -> Loa
     return _assign(pretrainer, arrays, ignored, origin, source=f"checkpoint {path}")
 
 
-def load_google_pretrainer(path: str, dtype=None) -> BertPretrainer:
-    """Builds a `BertPretrainer` from a Google BERT directory (`bert_config.json` + ckpt).
+def load_google_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:
+    """Builds a `BertPretrainer` from a Google BERT directory (`bert_config.json` + ckpt);
+    `kwargs` go to `BertPretrainer` (e.g. `nsp_loss_weight`).
 
     Warns (`UserWarning`) when heads or the pooler are absent and left initialised.
     """
     config = BertConfig.from_json_file(os.path.join(path, "bert_config.json"))
-    pretrainer = BertPretrainer.from_bert_config(config, dtype=dtype)
+    pretrainer = BertPretrainer.from_bert_config(config, dtype=dtype, **kwargs)
     _warn_initialised(load_google_pretrainer_weights(pretrainer, path), path)
     return pretrainer
 
@@ -199,8 +200,9 @@ def load_hf_pretrainer_weights(pretrainer: BertPretrainer, path: str) -> LoadRep
     return _assign(pretrainer, arrays, ignored, origin, source=f"weights {path}")
 
 
-def load_hf_pretrainer(path: str, dtype=None) -> BertPretrainer:
-    """Builds a `BertPretrainer` from a HF BERT directory (`config.json` + weights).
+def load_hf_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:
+    """Builds a `BertPretrainer` from a HF BERT directory (`config.json` + weights);
+    `kwargs` go to `BertPretrainer` (e.g. `nsp_loss_weight`).
 
     Warns (`UserWarning`) when heads or the pooler are absent and left initialised.
     """
@@ -209,7 +211,7 @@ def load_hf_pretrainer(path: str, dtype=None) -> BertPretrainer:
         raise FileNotFoundError(f"No config.json in {path}")
     with open(config_path, encoding="utf-8") as f:
         config = BertConfig.from_hf_dict(json.load(f))
-    pretrainer = BertPretrainer.from_bert_config(config, dtype=dtype)
+    pretrainer = BertPretrainer.from_bert_config(config, dtype=dtype, **kwargs)
     _warn_initialised(load_hf_pretrainer_weights(pretrainer, path), path)
     return pretrainer
 
@@ -237,3 +239,24 @@ __all__ = ["GOOGLE_HEAD_TABLE", "HF_HEAD_TABLE", "LoadReport", "head_variables",
            "load_google_pretrainer", "load_google_pretrainer_weights", "load_hf_pretrainer",
            "load_hf_pretrainer_weights", "pretrainer_to_google_heads", "pretrainer_to_hf_state",
            "pretrainer_variables", "save_google_pretrainer", "save_hf_pretrainer"]
+
+
+# ----- any source ------------------------------------------------------------------------
+
+
+def load_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:
+    """The `BertPretrainer` to continue pretraining from directory `path`: a Google release
+    or a Hugging Face `BertForPreTraining` / `BertForMaskedLM` directory give the encoder AND
+    their pretraining heads (absent heads keep their initial values, with a warning); a
+    keras_bert model directory holds an encoder only (fresh heads). `kwargs` go to
+    `BertPretrainer` (e.g. `nsp_loss_weight`)."""
+    from keras_bert.checkpoints.conversion import detect_format
+    from keras_bert.checkpoints.model_dir import load_model_dir
+
+    fmt = detect_format(path)
+    if fmt == "google":
+        return load_google_pretrainer(path, dtype=dtype, **kwargs)
+    if fmt == "huggingface":
+        return load_hf_pretrainer(path, dtype=dtype, **kwargs)
+    return BertPretrainer(load_model_dir(path).load_encoder(dtype=dtype), **kwargs)
+

@@ -26,7 +26,10 @@ def register(subparsers) -> None:
     p.add_argument("--format", default="auto", choices=("auto", "sentences", "prose", "jsonl"))
     p.add_argument("--vocab", help="vocab.txt (default: --init's, else the embedded 8k vocab)")
     p.add_argument("--cased", action="store_true", help="with --vocab: keep case and accents")
-    p.add_argument("--init", help="keras_bert model directory to continue from")
+    p.add_argument("--init", help="continue pretraining from a keras_bert model directory (new "
+                                  "heads), a Google BERT release or a Hugging Face "
+                                  "BertForPreTraining / BertForMaskedLM directory (with its "
+                                  "MLM / NSP heads)")
     p.add_argument("--steps", type=int, default=2000,
                    help="training steps (default 2000: BERT-Tiny on the embedded corpus "
                         "usually learns NSP after ~1,200-1,600)")

@@ -16,7 +16,9 @@ import time
 import keras
 import numpy as np
 
-from keras_bert.checkpoints.model_dir import load_model_dir, save_model_dir
+from keras_bert.checkpoints.conversion import checkpoint_vocab
+from keras_bert.checkpoints.heads import load_pretrainer
+from keras_bert.checkpoints.model_dir import save_model_dir
 from keras_bert.config import BertConfig
 from keras_bert.data.corpus import guess_format, read_documents
 from keras_bert.data.pretraining import PretrainingOptions, pretraining_dataset, tokenize_documents
@@ -45,7 +47,7 @@ class PretrainJob:
     tfrecords: str | None = None  # a glob of create-pretraining-data files instead
     vocab: str | None = None  # None: the init model's vocab, or the embedded corpus vocab
     lower_case: bool = True
-    init: str | None = None  # a keras_bert model directory to start from
+    init: str | None = None  # a keras_bert, Google or Hugging Face directory to start from
     steps: int = 2000  # BERT-Tiny on the embedded corpus learns NSP after ~1,200-1,600
     steps_per_epoch: int = 200  # also the checkpoint and logging interval
     batch_size: int = 32
@@ -80,7 +82,8 @@ def _tokenizer(job: PretrainJob) -> BertTokenizer:
     if job.vocab:
         return BertTokenizer(job.vocab, lower_case=job.lower_case)
     if job.init:
-        return load_model_dir(job.init).tokenizer()
+        vocab_file, lower_case = checkpoint_vocab(job.init)
+        return BertTokenizer(vocab_file, lower_case=lower_case)
     return BertTokenizer(DEFAULT_VOCAB, lower_case=True)
 
 
@@ -174,17 +177,18 @@ def nsp_majority_baseline(dataset) -> tuple[float, int]:
 
 
 def _build_pretrainer(job: PretrainJob, tokenizer) -> BertPretrainer:
-    if job.init:
-        source = load_model_dir(job.init)
-        encoder = source.load_encoder(dtype=job.precision)
+    if job.init:  # a Google / Hugging Face checkpoint brings its pretraining heads too
+        pretrainer = load_pretrainer(job.init, dtype=job.precision,
+                                     nsp_loss_weight=job.nsp_loss_weight)
     else:
         config = BertConfig.from_preset(job.preset, vocab_size=tokenizer.vocab_size,
                                         max_position_embeddings=max(512, job.seq_length))
-        encoder = BertEncoder(config, dtype=job.precision)
-    if encoder.config.vocab_size != tokenizer.vocab_size:
-        raise ValueError(f"The model's vocab_size ({encoder.config.vocab_size}) differs from "
-                         f"the vocabulary's ({tokenizer.vocab_size})")
-    return BertPretrainer(encoder, nsp_loss_weight=job.nsp_loss_weight)
+        pretrainer = BertPretrainer(BertEncoder(config, dtype=job.precision),
+                                    nsp_loss_weight=job.nsp_loss_weight)
+    if pretrainer.config.vocab_size != tokenizer.vocab_size:
+        raise ValueError(f"The model's vocab_size ({pretrainer.config.vocab_size}) differs "
+                         f"from the vocabulary's ({tokenizer.vocab_size})")
+    return pretrainer
 
 
 def run_pretraining(job: PretrainJob) -> dict:
@@ -241,7 +245,7 @@ def _vocab_file(job: PretrainJob, tokenizer) -> str:
     if job.vocab:
         return job.vocab
     if job.init:
-        return load_model_dir(job.init).vocab_file
+        return checkpoint_vocab(job.init)[0]
     return DEFAULT_VOCAB
 
 
