@@ -9,7 +9,6 @@ the official exact match and F1. Export: `SpanQAServingModule`.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 
@@ -18,7 +17,7 @@ import tensorflow as tf
 
 from keras_bert.models.span_qa import BertSpanQA
 from keras_bert.tasks import metrics, squad
-from keras_bert.tasks.readers import no_rows, stdin_lines
+from keras_bert.tasks.readers import json_objects, no_rows, stdin_lines
 from keras_bert.tasks.span_qa_serving import SpanQAServingModule
 from keras_bert.tasks.task import PREDICT_BATCH, Task, TaskData, run_in_batches, text_of
 from keras_bert.text.question_windows import question_windows
@@ -153,20 +152,14 @@ def read_questions(source: str) -> list:
     if source != "-" and os.path.splitext(source)[1].lower() == ".json":
         return squad.read_squad(source)
     if source == "-":
-        lines, name = stdin_lines(), "stdin"
+        rows = list(json_objects(stdin_lines(), "stdin"))
     else:
         with open(source, encoding="utf-8-sig") as f:
-            lines, name = list(enumerate(f, start=1)), source
+            rows = list(json_objects(enumerate(f, start=1), source))
+    name = "stdin" if source == "-" else source
     examples = []
-    for number, text in lines:
-        if not text.strip():
-            continue
-        try:
-            row = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{name}: line {number}: invalid JSON: {e}") from None
-        if not isinstance(row, dict) or not isinstance(row.get("question"), str) \
-                or not isinstance(row.get("context"), str):
+    for number, row in rows:
+        if not isinstance(row.get("question"), str) or not isinstance(row.get("context"), str):
             raise ValueError(f"{name}: line {number}: expected a JSON object with 'question' "
                              "and 'context' strings")
         examples.append(squad.SquadExample(str(row.get("id", number)), row["question"],

@@ -166,17 +166,23 @@ def _delimited_rows(path, fmt: str) -> Iterator[tuple[int, dict]]:
 def _jsonl_rows(path) -> Iterator[tuple[int, dict]]:
     """`(line, object)` for each non-blank line of a JSON Lines file."""
     with open(path, encoding="utf-8-sig") as f:
-        for line, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}: line {line}: invalid JSON: {e}") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}: line {line}: expected a JSON object, got "
-                                 f"{type(row).__name__}.")
-            yield line, row
+        yield from json_objects(enumerate(f, start=1), path)
+
+
+def json_objects(lines, source) -> Iterator[tuple[int, dict]]:
+    """`(line, object)` for each non-blank `(line number, text)` of JSON Lines; a line that
+    is not a JSON object is a `ValueError` naming `source` and the line."""
+    for line, text in lines:
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{source}: line {line}: invalid JSON: {e}") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{source}: line {line}: expected a JSON object, got "
+                             f"{type(row).__name__}.")
+        yield line, row
 
 
 def _missing_column(column: str, row: dict, path, line: int):

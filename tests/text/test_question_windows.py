@@ -16,10 +16,7 @@ from keras_bert.text import BertPreprocessor, BertTokenizer
 from keras_bert.text.question_windows import question_windows
 from tests.reference import minilm_dir
 from tests.tasks.reference_squad import squad_features
-
-COLOURS = ["grey", "white", "blue", "black"]
-LONG = " ".join(f"Fact {i}: the whale number {i} is {COLOURS[i % 4]}." for i in range(1, 41))
-FRENCH = " ".join(f"Le fait {i} concerne Zoë à Pékin 北京 ; vrai." for i in range(1, 31))
+from tests.tasks.test_squad import FRENCH, LONG
 
 
 @pytest.fixture(scope="module")
