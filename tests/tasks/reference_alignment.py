@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import tensorflow as tf
-from keras_bert.text.word_windows import IGNORE_LABEL
 
 from keras_bert.tasks.conll import TaggedSentence
 from keras_bert.tasks.labels import LabelVocab
+from keras_bert.text.word_windows import IGNORE_LABEL
 
 _WORDS_PER_TOKENIZER_CALL = 65536
 
