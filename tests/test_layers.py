@@ -195,6 +195,43 @@ def test_attention_with_mask_matches_reference(tiny_config, rng, inputs):
     assert np.abs(unmasked[1] - expected[1]).max() > 1e-3
 
 
+def _softmax64(scores):
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_mixed_precision_scores_are_float32(rng):
+    # 512 tokens and large scores (|q.k| ~ 10): a bfloat16 product would round every score
+    # to 8 significant bits. Reference: the layer's own bfloat16 query and key (what the
+    # compute dtype gives), their product and the softmax in float64.
+    # head_size 16: the 1/4 score scale folded into the query kernel is exact in bfloat16
+    # (inside the layer's call the kernel is read as bfloat16, then scaled).
+    hidden, heads, seq = 64, 4, 512
+    layer = BertSelfAttention(hidden, heads, dropout=0.0, dtype="mixed_bfloat16")
+    layer.build((1, seq, hidden))
+    for dense in (layer.query, layer.key):
+        dense.kernel.assign(rng.normal(0, 0.6, (hidden, hidden)).astype("float32"))
+    # bfloat16 activations, as the encoder's embeddings hand them to its first layer.
+    x = keras.ops.cast(rng.normal(0, 1, (1, seq, hidden)).astype("float32"), "bfloat16")
+    mask = np.ones((1, seq), np.int32)
+    mask[0, 400:] = 0
+    _, probs = layer(x, padding_mask=mask, return_attention_scores=True)
+    assert probs.dtype == "float32"
+    qkv = layer._project_qkv(keras.ops.reshape(x, (seq, hidden)))
+    assert qkv.dtype == "bfloat16"
+    qkv = np.asarray(keras.ops.cast(qkv, "float32"), np.float64).reshape(seq, 3, heads, -1)
+    q, k = qkv[:, 0].transpose(1, 0, 2), qkv[:, 1].transpose(1, 0, 2)
+    scores = q @ k.transpose(0, 2, 1) + np.where(mask[0] == 1, 0.0, -1e9)[None, None, :]
+    assert np.abs(scores[..., :400]).max() > 10
+    want = _softmax64(scores)
+    error = np.abs(np.asarray(probs[0], np.float64) - want).max()
+    assert error < 2e-5
+    # What a product in bfloat16 would give (the scores rounded to bfloat16): far worse.
+    rounded = np.asarray(keras.ops.cast(keras.ops.cast(scores, "bfloat16"), "float32"),
+                         np.float64)
+    assert np.abs(_softmax64(rounded) - want).max() > 100 * error
+
+
 def test_attention_all_ones_mask_equals_no_mask(tiny_config, rng):
     layer = make_attention(tiny_config, rng)
     x = hidden_states(tiny_config, rng)
