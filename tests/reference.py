@@ -10,14 +10,19 @@ import os
 import pytest
 
 
+def missing(reason: str):
+    """Skips the test for a reference that is not there, or fails it under CI."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{reason}; it is required under CI")
+    pytest.skip(reason)
+
+
 def require(module: str):
     """Imports `module`, or skips (fails under CI) when it is not installed."""
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{module} is required under CI: {e}")
-        pytest.skip(f"{module} not installed")
+        missing(f"{module} not installed ({e})")
 
 
 def minilm_dir() -> str:

@@ -10,6 +10,7 @@ import pytest
 
 from keras_bert import PRESETS, BertConfig
 from keras_bert.config import _ACTIVATIONS_BACK
+from tests.reference import missing
 
 # Google's released `bert_config.json` of uncased_L-12_H-768_A-12, verbatim.
 GOOGLE_BASE_JSON = """{
@@ -201,7 +202,7 @@ def test_hf_dict_round_trip(config):
 
 def test_reads_real_hf_config():
     if not os.path.exists(HF_MINILM_CONFIG):
-        pytest.skip("all-MiniLM-L6-v2 config.json is not installed")
+        missing("all-MiniLM-L6-v2 config.json is not installed")
     expected = BertConfig(vocab_size=30522, hidden_size=384, num_layers=6, num_heads=12,
                           intermediate_size=1536, hidden_act="gelu", hidden_dropout=0.1,
                           attention_dropout=0.1, max_position_embeddings=512, type_vocab_size=2,

@@ -9,7 +9,10 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+
+from keras_bert.tasks.readers import TextExample
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "examples", "quickstart.py")
@@ -42,9 +45,20 @@ def test_quick_mode_end_to_end(tmp_path):
     assert [a["text"] for a in answers] == quickstart.QUERIES
     for answer in answers:
         assert answer["grpc"] == answer["rest"] in ("moby_dick", "sotu")
-        assert 0.5 <= answer["probability"] <= 1.0
         assert f"gRPC {answer['grpc']:>9}" in log
-    assert 0.0 <= summary["finetuning"]["accuracy"] <= 1.0
+    # The served answers are the fine-tuned model's own (labels, probabilities to 1e-5).
+    from keras_bert.checkpoints.task_dir import load_task_model
+
+    loaded = load_task_model(str(out / "finetune" / "model"))
+    own = loaded.task_kind.predict(loaded.serving_module(), [
+        TextExample(a["text"]) for a in answers])
+    assert [o["label"] for o in own] == [a["grpc"] for a in answers]
+    np.testing.assert_allclose([max(o["probabilities"]) for o in own],
+                               [a["probability"] for a in answers], atol=1e-5)
+    # Quick mode (10 pretraining steps, one epoch on 64 sentences per class) learns the
+    # task: 0.664 on the 128 balanced held-out sentences (AMD EPYC, session 5); chance is
+    # 0.5, and the same run on shuffled training labels scores about that.
+    assert summary["finetuning"]["accuracy"] >= 0.6
     assert summary["pretraining"]["mlm_frequency_baseline"] > 0
     for name, path in summary["artefacts"].items():
         assert os.path.exists(path), name

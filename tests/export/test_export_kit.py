@@ -27,6 +27,8 @@ from google.protobuf import (
 )
 from tensorflow_serving.config import model_server_config_pb2
 
+from tests.reference import require
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KIT = os.path.join(REPO, "export")
 DEFAULT_MODEL = "bert"
@@ -265,7 +267,7 @@ def test_compose_text_ports_and_images():
 
 
 def test_compose_structure():
-    yaml = pytest.importorskip("yaml")
+    yaml = require("yaml")
     compose = yaml.safe_load(_read("docker-compose.yml"))  # resolves the `<<: *serving` merge
     services = compose["services"]
     assert set(services) == {"tf-serving-cpu", "tf-serving-gpu"}

