@@ -66,20 +66,14 @@ def read_checkpoint(src: str, lower_case: bool | None = None):
     read from a keras_bert directory or inferred from a Google/HF one.
     """
     fmt = detect_format(src)
+    vocab_file, found_lower_case = checkpoint_vocab(src)
+    lower_case = found_lower_case if lower_case is None else lower_case
     if fmt == "keras_bert":
         from keras_bert.checkpoints.model_dir import load_model_dir
 
-        source = load_model_dir(src)
-        lower_case = source.lower_case if lower_case is None else lower_case
-        return source.load_encoder(), source.vocab_file, lower_case, fmt
-    vocab_file = os.path.join(src, "vocab.txt")
-    if not os.path.exists(vocab_file):
-        raise FileNotFoundError(f"No vocab.txt in {src}")
+        return load_model_dir(src).load_encoder(), vocab_file, lower_case, fmt
     load = google.load_google_dir if fmt == "google" else huggingface.load_hf_dir
-    encoder = load(src)
-    if lower_case is None:
-        lower_case = infer_lower_case(src, vocab_file)
-    return encoder, vocab_file, lower_case, fmt
+    return load(src), vocab_file, lower_case, fmt
 
 
 def convert(src: str, dest: str, lower_case: bool | None = None) -> ModelDir:

@@ -19,7 +19,15 @@ from keras_bert.models.span_qa import BertSpanQA
 from keras_bert.tasks import metrics, squad
 from keras_bert.tasks.readers import json_objects, no_rows, stdin_lines
 from keras_bert.tasks.span_qa_serving import SpanQAServingModule
-from keras_bert.tasks.task import PREDICT_BATCH, Task, TaskData, run_in_batches, text_of
+from keras_bert.tasks.task import (
+    PREDICT_BATCH,
+    Task,
+    TaskData,
+    examples_dataset,
+    featurise_in_chunks,
+    run_in_batches,
+    text_of,
+)
 from keras_bert.text.question_windows import question_windows
 
 FEATURE_CHUNK = 256  # questions featurised per call
@@ -41,9 +49,7 @@ class SpanQATask(Task):
     def features(self, examples, preprocessor, spec: dict) -> dict[str, np.ndarray]:
         """The windows of `examples` at the preprocessor's length: the three inputs and
         `start_positions` / `end_positions`, one row per window, examples in order."""
-        parts: dict[str, list] = {}
-        for begin in range(0, len(examples), FEATURE_CHUNK):
-            chunk = examples[begin:begin + FEATURE_CHUNK]
+        def featurise(chunk):
             starts, ends = zip(*(_answer_bytes(ex) for ex in chunk), strict=True)
             out = question_windows(
                 preprocessor, tf.constant([ex.question for ex in chunk]),
@@ -51,20 +57,17 @@ class SpanQATask(Task):
                 int(spec["doc_stride"]), tf.constant(starts, tf.int64),
                 tf.constant(ends, tf.int64))
             _check_answers(chunk, starts, out["answer_tokens"].numpy())
-            for name, value in {**out["inputs"], "start_positions": out["start_positions"],
-                                "end_positions": out["end_positions"]}.items():
-                parts.setdefault(name, []).append(value.numpy())
-        return {name: np.concatenate(values) for name, values in parts.items()}
+            return {**out["inputs"], "start_positions": out["start_positions"],
+                    "end_positions": out["end_positions"]}
+
+        return featurise_in_chunks(examples, FEATURE_CHUNK, featurise)
 
     def dataset(self, features: dict, batch_size: int, shuffle_buffer: int = 0,
                 seed: int | None = None) -> tf.data.Dataset:
         """`(inputs, {"start_positions", "end_positions"})` batches."""
         targets = {k: features[k] for k in ("start_positions", "end_positions")}
         inputs = {k: v for k, v in features.items() if k not in targets}
-        ds = tf.data.Dataset.from_tensor_slices((inputs, targets))
-        if shuffle_buffer:
-            ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-        return ds.batch(batch_size)
+        return examples_dataset(inputs, targets, batch_size, shuffle_buffer, seed)
 
     def data(self, job, preprocessor) -> TaskData:
         """Windows of `job.train` / `job.eval`; the eval metric runs the export's function."""

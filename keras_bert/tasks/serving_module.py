@@ -51,7 +51,6 @@ class ServingModule:
         self.model = model
         self.preprocessor = preprocessor
         self.tokenizer = preprocessor.tokenizer
-        self.packer = preprocessor.packer
         self.outputs_fn = outputs_fn
         self.seq_length = preprocessor.seq_length
         self.pair = pair

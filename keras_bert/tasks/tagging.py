@@ -20,7 +20,15 @@ import tensorflow as tf
 from keras_bert.models.tagger import BertTagger
 from keras_bert.tasks import conll, metrics, readers
 from keras_bert.tasks.tagger_serving import TaggerServingModule
-from keras_bert.tasks.task import PREDICT_BATCH, Task, TaskData, run_in_batches, text_of
+from keras_bert.tasks.task import (
+    PREDICT_BATCH,
+    Task,
+    TaskData,
+    examples_dataset,
+    featurise_in_chunks,
+    run_in_batches,
+    text_of,
+)
 from keras_bert.text.word_windows import IGNORE_LABEL, tokenize_words, word_windows
 
 FEATURE_CHUNK = 1024  # sentences featurised per call
@@ -55,9 +63,8 @@ class TagTask(Task):
         """The windows of tagged `sentences`: the three inputs and per-position `labels`,
         one row per window, sentences in order."""
         ids = preprocessor.special_token_ids
-        parts: dict[str, list] = {}
-        for begin in range(0, len(sentences), FEATURE_CHUNK):
-            chunk = sentences[begin:begin + FEATURE_CHUNK]
+
+        def featurise(chunk):
             words = tf.ragged.constant([s.words for s in chunk], dtype=tf.string,
                                        row_splits_dtype=tf.int64)
             tags = tf.ragged.constant([_tag_ids(s, labels) for s in chunk], dtype=tf.int32,
@@ -66,18 +73,16 @@ class TagTask(Task):
                                preprocessor.seq_length, int(spec["doc_stride"]), ids["cls"],
                                ids["sep"], ids["pad"], word_labels=tags,
                                max_length=preprocessor.max_length)
-            for name in ("input_word_ids", "input_mask", "input_type_ids", "labels"):
-                parts.setdefault(name, []).append(out[name].numpy())
-        return {name: np.concatenate(values) for name, values in parts.items()}
+            return {name: out[name] for name in
+                    ("input_word_ids", "input_mask", "input_type_ids", "labels")}
+
+        return featurise_in_chunks(sentences, FEATURE_CHUNK, featurise)
 
     def dataset(self, features: dict, batch_size: int, shuffle_buffer: int = 0,
                 seed: int | None = None) -> tf.data.Dataset:
         """`(inputs, labels)` batches."""
         inputs = {k: v for k, v in features.items() if k != "labels"}
-        ds = tf.data.Dataset.from_tensor_slices((inputs, features["labels"]))
-        if shuffle_buffer:
-            ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-        return ds.batch(batch_size)
+        return examples_dataset(inputs, features["labels"], batch_size, shuffle_buffer, seed)
 
     def data(self, job, preprocessor) -> TaskData:
         """Windows of `job.train` / `job.eval`; the eval metric runs the export's function."""

@@ -79,6 +79,25 @@ class Task:
         raise NotImplementedError(f"`keras-bert predict` does not answer for {self.name!r}")
 
 
+def featurise_in_chunks(items: list, chunk_size: int, featurise) -> dict[str, np.ndarray]:
+    """`featurise(chunk) -> {name: tensor}` over `items` in chunks of `chunk_size`; the
+    rows of each name concatenated in order (windowed tasks: one row per window)."""
+    parts: dict[str, list] = {}
+    for begin in range(0, len(items), chunk_size):
+        for name, value in featurise(items[begin:begin + chunk_size]).items():
+            parts.setdefault(name, []).append(np.asarray(value))
+    return {name: np.concatenate(values) for name, values in parts.items()}
+
+
+def examples_dataset(inputs: dict, targets, batch_size: int, shuffle_buffer: int = 0,
+                     seed: int | None = None) -> tf.data.Dataset:
+    """`(inputs, targets)` batches of featurised examples, shuffled when `shuffle_buffer`."""
+    ds = tf.data.Dataset.from_tensor_slices((inputs, targets))
+    if shuffle_buffer:
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    return ds.batch(batch_size)
+
+
 def run_in_batches(function, requests: dict[str, list], batch_size: int) -> dict[str, np.ndarray]:
     """`function(**batch)` over `requests` (name -> list of strings) in batches of
     `batch_size`; each output's batches concatenated (padded ones padded to the widest)."""

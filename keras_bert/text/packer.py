@@ -25,7 +25,8 @@ def longest_first_lengths(len_a, len_b, budget):
     return new_a, new_b
 
 
-def _keep_first(rt: tf.RaggedTensor, lengths) -> tf.RaggedTensor:
+def keep_first(rt: tf.RaggedTensor, lengths) -> tf.RaggedTensor:
+    """The first `lengths[i]` values of each row of a 2-D ragged tensor."""
     positions = tf.ragged.range(tf.cast(rt.row_lengths(), lengths.dtype))
     return tf.ragged.boolean_mask(rt, positions < tf.expand_dims(lengths, 1))
 
@@ -73,7 +74,7 @@ class BertPacker(tf.Module):
         """Longest-first truncation so the packed row fits `seq_length` (or `max_length`)."""
         segments = [_as_ragged(s) for s in segments]
         kept = self._kept_lengths(segments)
-        return [_keep_first(s, n) for s, n in zip(segments, kept, strict=True)]
+        return [keep_first(s, n) for s, n in zip(segments, kept, strict=True)]
 
     def __call__(self, segments) -> dict[str, tf.Tensor]:
         """Packs one or two segments (see the class docstring)."""

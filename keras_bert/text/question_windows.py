@@ -16,12 +16,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from keras_bert.text.doc_windows import doc_windows, is_max_context
-
-
-def keep_first(rt: tf.RaggedTensor, lengths) -> tf.RaggedTensor:
-    """The first `lengths[i]` values of each row of a 2-D ragged tensor."""
-    positions = tf.ragged.range(rt.row_lengths())
-    return tf.ragged.boolean_mask(rt, positions < tf.cast(lengths, tf.int64)[:, None])
+from keras_bert.text.packer import keep_first
 
 
 def question_windows(preprocessor, question, context, max_query_length: int,
