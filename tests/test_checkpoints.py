@@ -246,6 +246,26 @@ def test_convert_each_format(tmp_path, vocab_file, fmt):
     assert model_dir.metadata["format"] == fmt
     assert model_dir.lower_case is True  # vocab w0..w44 has no capitals / tokenizer_config
     _same_outputs(encoder, model_dir.load_encoder(), tol=0)
+    # The tokenizer rules follow the source's layout, and --rules overrides them.
+    assert model_dir.rules == fmt and model_dir.tokenizer().rules == fmt
+    assert model_dir.preprocessor().tokenizer.rules == fmt
+    other = "google" if fmt == "huggingface" else "huggingface"
+    assert convert(src, str(tmp_path / "d2"), rules=other).rules == other
+    assert convert(str(tmp_path / "d2"), str(tmp_path / "d3")).rules == other  # kept
+
+
+def test_model_dir_records_rules_and_reads_old_manifests_as_google(tmp_path, vocab_file):
+    path = str(tmp_path / "m")
+    save_model_dir(_random_encoder(), path, vocab_file, True, rules="huggingface")
+    manifest = json.loads((tmp_path / "m" / "keras_bert.json").read_text())
+    assert manifest["tokenizer"]["rules"] == "huggingface"
+    assert load_model_dir(path).rules == "huggingface"
+    assert load_model_dir(path).with_rules("google").tokenizer().rules == "google"
+    del manifest["tokenizer"]["rules"]  # written before rules were recorded
+    (tmp_path / "m" / "keras_bert.json").write_text(json.dumps(manifest))
+    assert load_model_dir(path).rules == "google"
+    with pytest.raises(ValueError, match="unknown tokenizer rules 'spacy'"):
+        load_model_dir(path).with_rules("spacy")
 
 
 def test_convert_infers_cased_vocab_and_rejects_unknown(tmp_path, vocab_file):

@@ -59,6 +59,17 @@ def checkpoint_vocab(src: str) -> tuple[str, bool]:
     return vocab_file, infer_lower_case(src, vocab_file)
 
 
+def checkpoint_rules(src: str) -> str:
+    """The tokenizer rules of checkpoint directory `src`: a keras_bert directory's own,
+    `google` for Google's release layout, `huggingface` for a Hugging Face one."""
+    fmt = detect_format(src)
+    if fmt == "keras_bert":
+        from keras_bert.checkpoints.model_dir import load_model_dir
+
+        return load_model_dir(src).rules
+    return fmt
+
+
 def read_checkpoint(src: str, lower_case: bool | None = None):
     """Loads the encoder of checkpoint directory `src` (any supported format).
 
@@ -76,12 +87,15 @@ def read_checkpoint(src: str, lower_case: bool | None = None):
     return load(src), vocab_file, lower_case, fmt
 
 
-def convert(src: str, dest: str, lower_case: bool | None = None) -> ModelDir:
+def convert(src: str, dest: str, lower_case: bool | None = None,
+            rules: str | None = None) -> ModelDir:
     """Reads the checkpoint directory `src` (any supported format) and writes `dest` as a
-    keras_bert model directory."""
+    keras_bert model directory. Its tokenizer rules are `rules`, else those of the source
+    (`checkpoint_rules`)."""
     encoder, vocab_file, lower_case, fmt = read_checkpoint(src, lower_case)
     return save_model_dir(encoder, dest, vocab_file, lower_case,
-                          metadata={"converted_from": os.path.abspath(src), "format": fmt})
+                          metadata={"converted_from": os.path.abspath(src), "format": fmt},
+                          rules=rules or checkpoint_rules(src))
 
 
 def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = None) -> str:

@@ -5,7 +5,8 @@
       vocab.txt              WordPiece vocabulary
       encoder.weights.h5     Keras weights of the `BertEncoder`
 
-The manifest's `tokenizer` block (casing) and `preprocessor` block (sequence lengths) with
+The manifest's `tokenizer` block (casing and rules: `google` or `huggingface`; a directory
+written before rules were recorded reads as `google`) and `preprocessor` block (sequence lengths) with
 `vocab.txt` rebuild the model's one `BertPreprocessor` (`ModelDir.preprocessor()`).
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from keras_bert.config import BertConfig
 from keras_bert.models.encoder import BertEncoder
+from keras_bert.text.rules import DEFAULT_RULES, tokenizer_rules
 
 MANIFEST = "keras_bert.json"
 FORMAT_VERSION = 1
@@ -33,6 +35,7 @@ class ModelDir:
     config: BertConfig
     lower_case: bool
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    rules: str = DEFAULT_RULES
 
     @property
     def vocab_file(self) -> str:
@@ -46,10 +49,16 @@ class ModelDir:
         return encoder
 
     def tokenizer(self, **kwargs):
-        """The `keras_bert.text.BertTokenizer` for this model's vocab and casing."""
+        """The `keras_bert.text.BertTokenizer` for this model's vocab, casing and rules."""
         from keras_bert.text.tokenizer import BertTokenizer
 
-        return BertTokenizer(self.vocab_file, lower_case=self.lower_case, **kwargs)
+        return BertTokenizer(self.vocab_file, lower_case=self.lower_case, rules=self.rules,
+                             **kwargs)
+
+    def with_rules(self, rules: str | None) -> ModelDir:
+        """This directory read with other tokenizer rules (`None`: its own)."""
+        return self if rules is None else dataclasses.replace(
+            self, rules=tokenizer_rules(rules).name)
 
     @property
     def preprocessor_settings(self) -> dict[str, int | None]:
@@ -72,11 +81,13 @@ class ModelDir:
 
 
 def save_model_dir(encoder: BertEncoder, path: str, vocab_file: str, lower_case: bool,
-                   metadata: dict[str, Any] | None = None, preprocessor=None) -> ModelDir:
+                   metadata: dict[str, Any] | None = None, preprocessor=None,
+                   rules: str | None = None) -> ModelDir:
     """Writes `encoder`, its vocab and tokenizer settings as a keras_bert model directory.
 
     `preprocessor` (a `BertPreprocessor`) records the sequence lengths the model was
-    trained with under `metadata.preprocessor`; its casing must be `lower_case`.
+    trained with under `metadata.preprocessor`; its casing must be `lower_case`, and its
+    tokenizer rules are recorded (else `rules`, else `google`).
 
     The directory is written beside its final place and renamed into it, so an interrupted
     write never leaves a half-written model directory.
@@ -90,6 +101,9 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab_file: str, lower_case:
     if preprocessor is not None:
         if preprocessor.tokenizer.lower_case != bool(lower_case):
             raise ValueError("the preprocessor's casing differs from lower_case")
+        if rules is not None and tokenizer_rules(rules).name != preprocessor.tokenizer.rules:
+            raise ValueError("the preprocessor's tokenizer rules differ from rules")
+        rules = preprocessor.tokenizer.rules
         metadata["preprocessor"] = {"seq_length": preprocessor.seq_length,
                                     "max_length": preprocessor.max_length}
     tmp = f"{path}.tmp-{os.getpid()}"
@@ -98,7 +112,8 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab_file: str, lower_case:
     shutil.copyfile(vocab_file, os.path.join(tmp, "vocab.txt"))
     encoder.save_weights(os.path.join(tmp, ENCODER_WEIGHTS))
     manifest = {"format_version": FORMAT_VERSION, "config": encoder.config.to_dict(),
-                "tokenizer": {"vocab_file": "vocab.txt", "lower_case": bool(lower_case)},
+                "tokenizer": {"vocab_file": "vocab.txt", "lower_case": bool(lower_case),
+                              "rules": tokenizer_rules(rules or DEFAULT_RULES).name},
                 "weights": ENCODER_WEIGHTS, "metadata": metadata}
     with open(os.path.join(tmp, MANIFEST), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=2)
@@ -123,7 +138,8 @@ def load_model_dir(path: str) -> ModelDir:
                          f"{manifest.get('format_version')!r} (expected {FORMAT_VERSION})")
     return ModelDir(path=os.path.abspath(path), config=BertConfig.from_dict(manifest["config"]),
                     lower_case=manifest["tokenizer"]["lower_case"],
-                    metadata=manifest.get("metadata", {}))
+                    metadata=manifest.get("metadata", {}),
+                    rules=tokenizer_rules(manifest["tokenizer"].get("rules", DEFAULT_RULES)).name)
 
 
 def load_encoder(path: str, dtype=None) -> BertEncoder:

@@ -82,7 +82,8 @@ class TaskModel:
 
 def save_task_model(model, path: str, vocab_file: str, lower_case: bool, task: dict,
                     labels: LabelVocab | None = None,
-                    metadata: dict[str, Any] | None = None, preprocessor=None) -> ModelDir:
+                    metadata: dict[str, Any] | None = None, preprocessor=None,
+                    rules: str | None = None) -> ModelDir:
     """Writes a fine-tuned task model as a model directory (see the module docstring).
 
     Args:
@@ -92,8 +93,9 @@ def save_task_model(model, path: str, vocab_file: str, lower_case: bool, task: d
       task: the task block; it needs `kind` (one of `TASK_KINDS`).
       labels: the label vocabulary (classify, tag).
       metadata: more provenance to record beside `task`.
-      preprocessor: the `BertPreprocessor` the model was trained with (its lengths are
-        recorded; see `keras_bert.checkpoints.model_dir`).
+      preprocessor: the `BertPreprocessor` the model was trained with (its lengths and
+        tokenizer rules are recorded; see `keras_bert.checkpoints.model_dir`).
+      rules: the tokenizer rules, where no preprocessor is given.
 
     The directory is assembled beside `path` and renamed into place.
     """
@@ -105,7 +107,8 @@ def save_task_model(model, path: str, vocab_file: str, lower_case: bool, task: d
     if labels is not None:
         task["labels"] = labels.names
     save_model_dir(model.encoder, tmp, vocab_file, lower_case,
-                   metadata={**(metadata or {}), "task": task}, preprocessor=preprocessor)
+                   metadata={**(metadata or {}), "task": task}, preprocessor=preprocessor,
+                   rules=rules)
     save_head_weights(model.head_layers, os.path.join(tmp, HEAD_WEIGHTS))
     if labels is not None:
         labels.save(os.path.join(tmp, LABELS_FILENAME))
@@ -152,7 +155,7 @@ def build_task_model(kind: str, encoder, task: dict, labels: LabelVocab | None):
     return task_kind(kind).build_model(encoder, task, labels)
 
 
-def load_task_model(model_dir: str, dtype=None) -> TaskModel:
+def load_task_model(model_dir: str, dtype=None, rules: str | None = None) -> TaskModel:
     """Rebuilds the complete fine-tuned model stored in `model_dir`.
 
     Returns a `TaskModel`: `.model` (the Keras task model with the encoder and head
@@ -163,6 +166,8 @@ def load_task_model(model_dir: str, dtype=None) -> TaskModel:
     is its tokenizer), `.labels` (the `LabelVocab` from
     `labels.txt`, or `None`), `.task` (the task metadata dict) and `.model_dir`.
 
+    `rules` reads the model with other tokenizer rules than those it records.
+
     A plain model directory (no task block) loads as an `embed` task: a `BertEmbedder` with
     mean pooling (its export's `embedding` defaults to the pooler's output).
 
@@ -170,7 +175,7 @@ def load_task_model(model_dir: str, dtype=None) -> TaskModel:
       FileNotFoundError: not a model directory, or the head weights / labels are missing.
       ValueError: the stored head does not fit the model the task block describes.
     """
-    source = load_model_dir(model_dir)
+    source = load_model_dir(model_dir).with_rules(rules)
     task = dict(source.metadata.get("task") or {"kind": "embed"})
     kind = task.get("kind")
     labels = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from keras_bert.cli.options import add_rules_argument
+
 FORMATS = ("keras_bert", "google", "huggingface")
 
 
@@ -28,6 +30,8 @@ def register(subparsers) -> None:
                       help="the tokenizer lower-cases (uncased model)")
     case.add_argument("--cased", dest="lower_case", action="store_false",
                       help="the tokenizer keeps case (cased model)")
+    add_rules_argument(p, "google for Google's layout, huggingface for Hugging Face's, a "
+                          "keras_bert directory's own")
     p.set_defaults(run=run)
 
 
@@ -41,9 +45,9 @@ def run(args) -> int:
         return 0
     from keras_bert.checkpoints import convert
 
-    model_dir = convert(args.src, args.dest, lower_case=args.lower_case)
+    model_dir = convert(args.src, args.dest, lower_case=args.lower_case, rules=args.rules)
     c = model_dir.config
     print(f"wrote {model_dir.path}: {model_dir.metadata['format']} checkpoint, "
           f"L{c.num_layers}/H{c.hidden_size}/A{c.num_heads}, vocab {c.vocab_size}, "
-          f"{'uncased' if model_dir.lower_case else 'cased'}")
+          f"{'uncased' if model_dir.lower_case else 'cased'}, {model_dir.rules} tokenizer rules")
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from keras_bert.cli.options import add_rules_argument
+
 
 def register(subparsers) -> None:
     """Adds the `create-pretraining-data` subcommand."""
@@ -33,6 +35,7 @@ def add_tokenizer_arguments(p) -> None:
     source.add_argument("--vocab", help="vocab.txt")
     source.add_argument("--model", help="keras_bert model directory (its vocab and casing)")
     p.add_argument("--cased", action="store_true", help="with --vocab: keep case and accents")
+    add_rules_argument(p, "the model's own with --model, google with --vocab")
 
 
 def add_corpus_arguments(p) -> None:
@@ -49,10 +52,10 @@ def tokenizer_from_args(args):
     if args.model:
         from keras_bert.checkpoints import load_model_dir
 
-        return load_model_dir(args.model).tokenizer()
+        return load_model_dir(args.model).with_rules(args.rules).tokenizer()
     from keras_bert.text import BertTokenizer
 
-    return BertTokenizer(args.vocab, lower_case=not args.cased)
+    return BertTokenizer(args.vocab, lower_case=not args.cased, rules=args.rules or "google")
 
 
 def documents_from_args(args) -> list[list[str]]:

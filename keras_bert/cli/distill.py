@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from keras_bert.cli.options import add_rules_argument
+
 
 def register(subparsers) -> None:
     """Adds the `distill` subcommand."""
@@ -27,6 +29,7 @@ def register(subparsers) -> None:
     p.add_argument("--text-b-column", help="default: the teacher's")
     p.add_argument("--label-column", default="label")
     p.add_argument("--seq-length", type=int, help="default: the teacher's")
+    add_rules_argument(p, "the teacher's")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--learning-rate", type=float, default=1e-4)
@@ -40,7 +43,7 @@ def run(args) -> int:
     from keras_bert.training.distill_job import DistillJob, format_comparison, run_distillation
 
     job = DistillJob(
-        teacher=args.teacher, train=args.train, eval=args.eval, out=args.out,
+        teacher=args.teacher, train=args.train, eval=args.eval, out=args.out, rules=args.rules,
         student_preset=args.student_preset, temperature=args.temperature, alpha=args.alpha,
         text_column=args.text_column, text_b_column=args.text_b_column,
         label_column=args.label_column, seq_length=args.seq_length, epochs=args.epochs,

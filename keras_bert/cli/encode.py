@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from keras_bert.cli.options import add_rules_argument
+
 
 def register(subparsers) -> None:
     """Adds the `encode` subcommand."""
@@ -18,6 +20,7 @@ def register(subparsers) -> None:
     p.add_argument("--seq-length", type=int, default=128,
                    help="longest sequence; longer texts are truncated (default 128)")
     p.add_argument("--batch-size", type=int, default=32)
+    add_rules_argument(p)
     p.set_defaults(run=run)
 
 
@@ -26,7 +29,7 @@ def run(args) -> int:
     from keras_bert.checkpoints import load_model_dir
     from keras_bert.text_embedder import TextEmbedder
 
-    model_dir = load_model_dir(args.model_dir)
+    model_dir = load_model_dir(args.model_dir).with_rules(args.rules)
     embedder = TextEmbedder(model_dir.load_encoder(), model_dir.preprocessor(),
                             seq_length=args.seq_length, pooling=args.pooling)
     batch = []

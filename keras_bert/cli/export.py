@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from keras_bert.cli.options import add_rules_argument
+
 
 def register(subparsers) -> None:
     """Adds the `export` subcommand."""
@@ -32,6 +34,7 @@ def register(subparsers) -> None:
                    help="SQuAD v2.0 span-QA models: answer \"\" when the null score beats "
                         "the best span by more than this (default 0)")
     p.add_argument("--no-audit", action="store_true", help="skip the op audit")
+    add_rules_argument(p, "the rules the model was trained with (embedded in the export)")
     p.add_argument("--model-name", default="bert", help="model name in the warmup requests")
     p.add_argument("--hub", action="store_true",
                    help="write BASE_DIR/preprocess and BASE_DIR/encoder (TF Hub style)")
@@ -44,7 +47,7 @@ def run(args) -> int:
         from keras_bert.checkpoints import load_model_dir
         from keras_bert.export.hub_pair import export_hub_pair
 
-        model_dir = load_model_dir(args.model_dir)
+        model_dir = load_model_dir(args.model_dir).with_rules(args.rules)
         paths = export_hub_pair(model_dir.load_encoder(), model_dir.preprocessor(), args.base_dir,
                                 default_seq_length=args.seq_length or 128)
         if not args.no_audit:
@@ -61,7 +64,7 @@ def run(args) -> int:
                             max_length=args.max_length,
                             target=None if args.no_audit else args.target,
                             model_name=args.model_name,
-                            null_score_threshold=args.null_score_threshold)
+                            null_score_threshold=args.null_score_threshold, rules=args.rules)
     print(f"exported version {exported.version} ({exported.task}) to {exported.path}")
     print(json.dumps(exported.signatures, indent=2))
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from keras_bert.cli.options import add_rules_argument
+
 FINETUNE_TASK_NAMES = ("classify", "regress", "tag", "squad")
 PRECISION_NAMES = ("float32", "mixed_float16", "mixed_bfloat16")
 
@@ -43,6 +45,7 @@ def register(subparsers) -> None:
                    help="squad, tag: how far windows over long texts advance "
                         "(default min(128, seq/2))")
     p.add_argument("--precision", default="float32", choices=PRECISION_NAMES)
+    add_rules_argument(p)
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(run=run)
@@ -59,7 +62,7 @@ def run(args) -> int:
         batch_size=args.batch_size, learning_rate=args.learning_rate,
         warmup_fraction=args.warmup_fraction, weight_decay=args.weight_decay,
         dropout=args.dropout, pooling=args.pooling, max_query_length=args.max_query_length,
-        doc_stride=args.doc_stride, precision=args.precision, seed=args.seed,
+        doc_stride=args.doc_stride, precision=args.precision, seed=args.seed, rules=args.rules,
         verbose=0 if args.quiet else 1)
     metrics = run_finetuning(job)
     print(json.dumps(metrics, indent=2))

@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import sys
 
+from keras_bert.cli.options import add_rules_argument
+
 
 def register(subparsers) -> None:
     """Adds the `predict` subcommand."""
@@ -35,6 +37,7 @@ def register(subparsers) -> None:
     p.add_argument("--seq-length", type=int,
                    help="truncation length (default: the training sequence length)")
     p.add_argument("--batch-size", type=int, default=32)
+    add_rules_argument(p, "the rules the model was trained with")
     p.set_defaults(run=run)
 
 
@@ -49,7 +52,7 @@ def run(args) -> int:
     process) and writes JSON lines to stdout."""
     from keras_bert.checkpoints.task_dir import load_task_model
 
-    loaded = load_task_model(args.model_dir)
+    loaded = load_task_model(args.model_dir, rules=args.rules)
     kind = loaded.task_kind
     if not kind.predictable:
         raise ValueError(f"{args.model_dir}: predict needs a fine-tuned model (classify, "

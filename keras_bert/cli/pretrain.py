@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from keras_bert.cli.finetune import PRECISION_NAMES  # one list of choices
+from keras_bert.cli.options import add_rules_argument
 
 
 def register(subparsers) -> None:
@@ -26,6 +27,7 @@ def register(subparsers) -> None:
     p.add_argument("--format", default="auto", choices=("auto", "sentences", "prose", "jsonl"))
     p.add_argument("--vocab", help="vocab.txt (default: --init's, else the embedded 8k vocab)")
     p.add_argument("--cased", action="store_true", help="with --vocab: keep case and accents")
+    add_rules_argument(p, "--init's, else google")
     p.add_argument("--init", help="continue pretraining from a keras_bert model directory (new "
                                   "heads), a Google BERT release or a Hugging Face "
                                   "BertForPreTraining / BertForMaskedLM directory (with its "
@@ -62,6 +64,7 @@ def run(args) -> int:
     job = PretrainJob(
         out=args.out, preset=args.preset, corpus=args.corpus, corpus_format=args.format,
         tfrecords=args.tfrecords, vocab=args.vocab, lower_case=not args.cased, init=args.init,
+        rules=args.rules,
         steps=args.steps, steps_per_epoch=args.steps_per_epoch, batch_size=args.batch_size,
         seq_length=args.seq_length, max_predictions=args.max_predictions,
         whole_word=args.whole_word, learning_rate=args.learning_rate,

@@ -1,8 +1,10 @@
-"""`keras-bert tokenize --vocab V [--cased]`: text lines on stdin -> space-separated ids."""
+"""`keras-bert tokenize --vocab V [--cased] [--rules R]`: text lines on stdin -> ids."""
 
 from __future__ import annotations
 
 import sys
+
+from keras_bert.cli.options import add_rules_argument
 
 
 def register(subparsers) -> None:
@@ -16,6 +18,7 @@ def register(subparsers) -> None:
     source.add_argument("--model", help="a keras_bert model directory (its vocab and casing)")
     p.add_argument("--cased", action="store_true",
                    help="keep case and accents (default with --vocab: uncased)")
+    add_rules_argument(p, "the model's own with --model, google with --vocab")
     p.add_argument("--tokens", action="store_true", help="print tokens instead of ids")
     p.add_argument("--preserve-special-tokens", action="store_true",
                    help="keep [MASK], [SEP], ... written in the text as single tokens")
@@ -30,13 +33,14 @@ def run(args) -> int:
     if args.model:
         from keras_bert.checkpoints import load_model_dir
 
-        tokenizer = load_model_dir(args.model).tokenizer(
+        tokenizer = load_model_dir(args.model).with_rules(args.rules).tokenizer(
             preserve_special_tokens=args.preserve_special_tokens)
     else:
         from keras_bert.text import BertTokenizer
 
         tokenizer = BertTokenizer(args.vocab, lower_case=not args.cased,
-                                  preserve_special_tokens=args.preserve_special_tokens)
+                                  preserve_special_tokens=args.preserve_special_tokens,
+                                  rules=args.rules or "google")
     vocab = tokenizer.vocab if args.tokens else None
 
     def flush(lines):

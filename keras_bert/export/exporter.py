@@ -60,7 +60,7 @@ def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
     `pooling`: the embedding of an encoder export; `null_score_threshold`: SQuAD v2.0's
     "no answer" margin.
     """
-    loaded = load_task_model(model_dir.path)
+    loaded = load_task_model(model_dir.path, rules=model_dir.rules)
     module = loaded.serving_module(seq_length, max_length, pooling=pooling,
                                    null_score_threshold=null_score_threshold)
     assets = {"vocab.txt": model_dir.vocab_file}
@@ -73,7 +73,7 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
                  seq_length: int | None = None, pooling: str | None = None,
                  max_length: int | None = None, target: str | None = DEFAULT_TARGET,
                  model_name: str = "bert", warmup_texts: list[str] | None = None,
-                 null_score_threshold: float = 0.0) -> ExportedModel:
+                 null_score_threshold: float = 0.0, rules: str | None = None) -> ExportedModel:
     """Exports `model_dir` as version `version` (default: the next one) under `base_dir`.
 
     `seq_length` fixes the sequence length (static shapes, for TPU/XLA serving); by
@@ -81,8 +81,9 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
     `build_serving_module`). `target` names the model servers
     the graph must load in (None skips the op audit). `null_score_threshold`: SQuAD v2.0
     span-QA exports answer "" when the null score beats the best span by more than this.
+    `rules`: tokenizer rules to embed instead of the model's own.
     """
-    source = load_model_dir(model_dir)
+    source = load_model_dir(model_dir).with_rules(rules)
     module, kind, assets = build_serving_module(source, seq_length, pooling, max_length,
                                                 null_score_threshold)
     with atomic_version_dir(base_dir, version) as (tmp, number):

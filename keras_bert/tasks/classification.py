@@ -105,8 +105,11 @@ class ClassifyTask(SentenceTask):
         return readers.encode_labels(examples, labels)
 
     def scores(self, gold, logits) -> dict:
-        """`accuracy`."""
-        return {"accuracy": metrics.accuracy(gold, np.argmax(logits, axis=-1))}
+        """`accuracy`, and `majority_baseline`: the accuracy of always answering the most
+        frequent gold label (what a model that learned nothing about the text scores)."""
+        majority = float(np.bincount(gold).max() / len(gold)) if len(gold) else float("nan")
+        return {"accuracy": metrics.accuracy(gold, np.argmax(logits, axis=-1)),
+                "majority_baseline": majority}
 
     def compile(self, model, optimizer) -> None:
         """Cross-entropy on logits; accuracy."""

@@ -31,6 +31,9 @@ import unicodedata
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow_text.python.ops.regex_split_ops import gen_regex_split_ops
+
+from keras_bert.text.rules import DEFAULT_RULES, tokenizer_rules
 
 # Plain Python with no tensor-dependent control flow: skip AutoGraph (seconds of tracing).
 _no_autograph = tf.autograph.experimental.do_not_convert
@@ -72,17 +75,19 @@ def _re2_class(code_points: list[int]) -> str:
     return "[" + "".join(parts) + "]"
 
 
-@functools.lru_cache(maxsize=1)
-def unicode_tables() -> dict:
-    """Character classes and case tables from this Python's `unicodedata` (cached).
+@functools.lru_cache(maxsize=2)
+def unicode_tables(rules: str = DEFAULT_RULES) -> dict:
+    """Character classes and case tables from this Python's `unicodedata` (cached), for the
+    tokenizer rules named `rules` (they decide which categories are dropped).
 
     Returns a dict of RE2 classes (`drop`, `space`, `space_nonascii`, `punct`,
-    `punct_nonascii`, `cjk`, `mn`, `upper`, and `kept_nonascii` / `inert_nonascii`: the
+    `punct_nonascii`, `cjk`, `mn`, `upper`, `unassigned` (category Cn, kept), and `kept_nonascii` / `inert_nonascii`: the
     non-ASCII characters that cased / uncased normalisation leaves as they are) and of
     code point lists for lower-casing (`lower_keys`, `lower_values`) and the final-sigma
     rule (`case_ignorable`, `cased`).
     """
-    drop, space, punct, cjk, mn, upper = [], [], [], [], [], []
+    dropped_categories = tokenizer_rules(rules).dropped_categories
+    drop, space, punct, cjk, mn, upper, unassigned = [], [], [], [], [], [], []
     kept, inert = [], []
     lower_keys, lower_values, case_ignorable, cased = [], [], [], []
     cjk_set = set()
@@ -93,9 +98,11 @@ def unicode_tables() -> dict:
             continue
         ch = chr(cp)
         cat = unicodedata.category(ch)
-        if ch not in "\t\n\r" and (cat[0] == "C" or cp in (0, 0xFFFD)):
+        if ch not in "\t\n\r" and (cat in dropped_categories or cp in (0, 0xFFFD)):
             drop.append(cp)
             continue
+        if cat == "Cn":
+            unassigned.append(cp)
         if ch in " \t\n\r" or cat == "Zs" or ch.isspace():
             space.append(cp)
         if cat[0] == "P" or _is_ascii_punct(cp):
@@ -139,6 +146,7 @@ def unicode_tables() -> dict:
         "cjk": _re2_class(cjk),
         "mn": _re2_class(mn),
         "upper": _re2_class(upper),
+        "unassigned": _re2_class(unassigned),
         "lower_keys": lower_keys,
         "lower_values": lower_values,
         "case_ignorable": case_ignorable,
@@ -150,20 +158,24 @@ class BertNormalizer(tf.Module):
     """Graph-safe `BasicTokenizer` cleaning: drop, lower-case, strip accents (no splitting).
 
     Args:
-      lower_case: `True` for uncased models (`str.lower()`, NFD, drop category Mn);
-        `False` only drops the characters the original drops.
+      lower_case: `True` for uncased models (lower-case, NFD, drop category Mn, in the
+        order of `rules`); `False` only drops the characters the rules drop.
+      rules: `google` or `huggingface` (see `keras_bert.text.rules`).
     """
 
-    def __init__(self, lower_case: bool, name: str | None = None):
+    def __init__(self, lower_case: bool, rules: str = DEFAULT_RULES, name: str | None = None):
         super().__init__(name=name)
         self.lower_case = lower_case
-        t = unicode_tables()
+        self.rules = tokenizer_rules(rules)
+        t = unicode_tables(self.rules.name)
         # Rows of printable ASCII (plus \t \n \r) and characters that normalisation keeps
         # as they are take the fast path: nothing to drop, lower-casing is ASCII only.
         unchanged = t["inert_nonascii"] if lower_case else t["kept_nonascii"]
         self._fast_row = "[\\t\\n\\r\\x{20}-\\x{7E}" + unchanged[1:] + "*"
         self._drop = t["drop"]
         self._mn = t["mn"]
+        self._unassigned = t["unassigned"]
+        self._any_unassigned = f"(?s).*{t['unassigned']}.*"
         self._needs_lower = "(?s).*" + t["upper"] + ".*"
         if lower_case:
             self._lower_table = _int_table(t["lower_keys"], t["lower_values"])
@@ -172,7 +184,7 @@ class BertNormalizer(tf.Module):
 
     @_no_autograph
     def clean(self, strings: tf.Tensor) -> tf.Tensor:
-        """Drops invalid UTF-8, NUL, U+FFFD and category C* except `\\t\\n\\r` (1-D strings).
+        """Drops invalid UTF-8, NUL, U+FFFD and the rules' categories (1-D strings).
 
         Bytes that are not valid UTF-8 (including encoded surrogates, overlong forms and
         code points above U+10FFFF) are dropped like Python's `decode("utf-8", "ignore")`;
@@ -203,17 +215,36 @@ class BertNormalizer(tf.Module):
 
     @_no_autograph
     def normalize_all(self, strings: tf.Tensor) -> tf.Tensor:
-        """Every step on every row: `clean`, then for uncased `lower`, NFD, drop Mn."""
+        """Every step on every row: `clean`, then for uncased `lower`, NFD and drop Mn
+        (Hugging Face's rules: NFD and drop Mn before `lower`)."""
         strings = self.clean(strings)
         if not self.lower_case:
             return strings
-        strings = self.lower(strings)
-        strings = tf_text.normalize_utf8(strings, "NFD")
-        return tf.strings.regex_replace(strings, self._mn, "")
+        if self.rules.accents_before_lower:
+            return self.lower(self._strip_accents(strings))
+        return self._strip_accents(self.lower(strings))
+
+    def _strip_accents(self, strings: tf.Tensor) -> tf.Tensor:
+        return tf.strings.regex_replace(self._nfd(strings), self._mn, "")
+
+    def _nfd(self, strings: tf.Tensor) -> tf.Tensor:
+        """NFD (ICU's), except on the code points this Python's Unicode database calls
+        unassigned: a newer ICU may decompose or reorder them, while Python's NFD (the
+        rule) keeps them as starters. Rows holding any are normalised between them."""
+        out = tf_text.normalize_utf8(strings, "NFD")
+        rows = tf.where(tf.strings.regex_full_match(strings, self._any_unassigned))[:, 0]
+        pieces, _, _, splits = regex_split(
+            tf.gather(strings, rows), self._unassigned, self._unassigned)
+        pieces = tf.where(tf.strings.regex_full_match(pieces, self._unassigned), pieces,
+                          tf_text.normalize_utf8(pieces, "NFD"))
+        joined = tf.strings.reduce_join(
+            tf.RaggedTensor.from_row_splits(pieces, splits, validate=False), axis=1)
+        return tf.tensor_scatter_nd_update(out, rows[:, None], joined)
 
     @_no_autograph
     def lower(self, strings: tf.Tensor) -> tf.Tensor:
-        """`str.lower()` of cleaned (valid UTF-8) 1-D strings."""
+        """`str.lower()` of cleaned (valid UTF-8) 1-D strings; without its final-sigma rule
+        (each character lower-cased on its own) where the rules say so."""
         strings = tf.strings.lower(strings)  # ASCII only (no encoding given)
         needs = tf.strings.regex_full_match(strings, self._needs_lower)
         rows = tf.where(needs)[:, 0]
@@ -228,6 +259,8 @@ class BertNormalizer(tf.Module):
         splits, flat = decoded.row_splits, decoded.char_values
         mapped = self._lower_table.lookup(flat)
         flat_low = tf.where(mapped >= 0, mapped, flat)
+        if not self.rules.final_sigma:
+            return encode_utf8(flat_low, splits)
         # Final sigma: the nearest non-case-ignorable neighbours, within the same row.
         pos = tf.range(tf.size(flat, out_type=tf.int64))
         row_ids = searchsorted(splits, pos, "right") - 1
@@ -269,13 +302,14 @@ def _int_table(keys: list[int], values: list[int]) -> tf.lookup.StaticHashTable:
     return tf.lookup.StaticHashTable(init, default_value=-1)
 
 
-def word_split_patterns() -> dict[str, str]:
+def word_split_patterns(rules: str = DEFAULT_RULES) -> dict[str, str]:
     """RE2 patterns of BERT's word splitting (after normalisation): `split` (whitespace runs
     and single punctuation / CJK characters), `keep` (the pieces of `split` that are words),
     `pad` (punctuation / CJK to surround with spaces, non-ASCII whitespace to replace),
-    `pad_nonascii` (the same for non-ASCII characters only) and `word_char_padded` (a
-    character of a word in text padded by `pad_nonascii`)."""
-    tables = unicode_tables()
+    `pad_nonascii` (the same for non-ASCII characters only), `word_char_padded` (a
+    character of a word in text padded by `pad_nonascii`) and `unassigned` (code points
+    this Python's Unicode database does not assign and the rules keep)."""
+    tables = unicode_tables(rules)
     punct_or_cjk = tables["punct"][:-1] + tables["cjk"][1:]
     nonascii = tables["punct_nonascii"][:-1] + tables["cjk"][1:]
     # Once non-ASCII punctuation / CJK / whitespace are padded or replaced, words are the
@@ -285,4 +319,13 @@ def word_split_patterns() -> dict[str, str]:
     return {"split": f"{tables['space']}+|{punct_or_cjk}", "keep": punct_or_cjk,
             "pad": f"({punct_or_cjk})|{tables['space_nonascii']}",
             "pad_nonascii": f"({nonascii})|{tables['space_nonascii']}",
-            "word_char_padded": word_char}
+            "word_char_padded": word_char, "unassigned": tables["unassigned"]}
+
+
+def regex_split(strings, delimiters: str, keep: str):
+    """TF Text `RegexSplitWithOffsets` on 1-D strings: flat pieces, starts, ends, splits.
+
+    (The raw op: the public wrapper adds ~200 graph ops of ragged bookkeeping.)
+    """
+    return gen_regex_split_ops.regex_split_with_offsets(
+        strings, "(" + delimiters + ")", keep)

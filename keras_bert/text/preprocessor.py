@@ -18,6 +18,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert.text.packer import BertPacker
+from keras_bert.text.rules import DEFAULT_RULES
 from keras_bert.text.tokenizer import BertTokenizer
 
 
@@ -78,7 +79,7 @@ class BertPreprocessor(keras.layers.Layer):
         return keras.utils.pack_x_y_sample_weight(features, y, sample_weight)
 
     def get_config(self) -> dict:
-        """The vocabulary, casing and lengths (the model directory stores the vocabulary in
+        """The vocabulary, casing, tokenizer rules and lengths (the model directory stores the vocabulary in
         `vocab.txt` and the rest in its manifest)."""
         config = super().get_config()
         config.update({"vocabulary": self.tokenizer.vocab, **tokenizer_options(self.tokenizer),
@@ -91,6 +92,7 @@ class BertPreprocessor(keras.layers.Layer):
         config = dict(config)
         tokenizer = BertTokenizer(config.pop("vocabulary"),
                                   lower_case=config.pop("lower_case", True),
+                                  rules=config.pop("rules", DEFAULT_RULES),
                                   preserve_special_tokens=config.pop(
                                       "preserve_special_tokens", False))
         return cls(tokenizer, **config)
@@ -98,7 +100,7 @@ class BertPreprocessor(keras.layers.Layer):
 
 def tokenizer_options(tokenizer: BertTokenizer) -> dict:
     """The tokenizer settings a preprocessor's config records beside the vocabulary."""
-    return {"lower_case": tokenizer.lower_case,
+    return {"lower_case": tokenizer.lower_case, "rules": tokenizer.rules,
             "preserve_special_tokens": tokenizer.preserve_special_tokens}
 
 

@@ -1,9 +1,12 @@
-"""`BertTokenizer`: raw text -> WordPiece ids, exactly as Google's original BERT tokenizer.
+"""`BertTokenizer`: raw text -> WordPiece ids, exactly as Google's or Hugging Face's tokenizer.
 
-Same ids as `tokenization.FullTokenizer` of google-research/bert (cleaning, CJK isolation,
-optional lower-casing + accent stripping, punctuation splitting, greedy longest-match-first
-WordPiece with `##`, `[UNK]` for a word with an unknown piece or over 100 characters), as
-TensorFlow ops only: it runs in `tf.data`, `tf.function` and SavedModels for TF Serving.
+Same ids as `tokenization.FullTokenizer` of google-research/bert (`rules="google"`, the
+default) or as Hugging Face's `tokenizers` BERT pipeline (`rules="huggingface"`): cleaning,
+CJK isolation, optional lower-casing + accent stripping, punctuation splitting, greedy
+longest-match-first WordPiece with `##`, `[UNK]` for a word with an unknown piece or over
+200 (Google) / 100 (Hugging Face) characters; `keras_bert.text.rules` lists how the two
+differ. TensorFlow ops only: it runs in `tf.data`, `tf.function` and SavedModels for TF
+Serving.
 The vocabulary is embedded in the graph (constants), never read from a file at run time.
 
 Pipeline (see `normalize.py` for the character classes, generated from Python's
@@ -12,8 +15,8 @@ Pipeline (see `normalize.py` for the character classes, generated from Python's
 1. Rows that are not well-formed UTF-8 go through `UnicodeTranscode` (errors="ignore"):
    the bad bytes are dropped, like the original's `bytes.decode("utf-8", "ignore")`.
    Invalid input never raises.
-2. `StaticRegexReplace`: drop NUL, U+FFFD and Unicode category C* except `\\t\\n\\r`.
-3. Uncased only: `str.lower()`, `NormalizeUTF8` (NFD), drop category Mn.
+2. `StaticRegexReplace`: drop NUL, U+FFFD and the rules' control categories.
+3. Uncased only: `str.lower()`, `NormalizeUTF8` (NFD), drop category Mn (in the rules' order).
    Steps 1-3 run only on rows that need them: a row of printable ASCII and characters
    that normalisation leaves unchanged is only ASCII-lower-cased (`BertNormalizer`).
 4. Split on whitespace (removed) and around every punctuation character and CJK ideograph
@@ -21,7 +24,7 @@ Pipeline (see `normalize.py` for the character classes, generated from Python's
    spaces and turns non-ASCII whitespace into spaces (`StaticRegexReplace`), then lets
    FastWordpiece split on ASCII whitespace and punctuation itself (end-to-end mode);
    `tokenize_with_offsets` splits with `RegexSplitWithOffsets`.
-5. Words over 100 characters become `[UNK]` (`tokenize`: replaced by a control character
+5. Words over 200 / 100 characters become `[UNK]` (`tokenize`: replaced by a control character
    no vocabulary entry equals); `FastWordpieceTokenizeWithOffsets` tokenizes the rest
    against a flatbuffer model built from the vocabulary at construction time (a graph
    constant). Its greedy longest-match-first result is the original's.
@@ -37,7 +40,9 @@ core TensorFlow -- StaticRegexReplace, StaticRegexFullMatch, StringLower, String
 UnicodeTranscode, UnicodeDecode, UnicodeDecodeWithOffsets, UnicodeEncode,
 UnsortedSegmentJoin, LookupTableFindV2 (tables: HashTableV2 + LookupTableImportV2 in the
 initializer), LowerBound, UpperBound, DynamicStitch, TensorScatterUpdate, ScatterNd,
-Cumsum, Where, SelectV2, GatherV2 and shape / arithmetic / logical ops; TF Text --
+Cumsum, Where, SelectV2, GatherV2, StatelessIf (a batch holding code points Python's
+Unicode database leaves unassigned splits words with our tables instead of FastWordpiece's)
+and shape / arithmetic / logical ops; TF Text --
 NormalizeUTF8, RegexSplitWithOffsets (TF Text >= 2.0) and FastWordpieceTokenizeWithOffsets
 (TF Text >= 2.9; TF Serving's model server has built it in since it bundled TF Text 2.12).
 No `py_function`, no file read at run time.
@@ -49,14 +54,15 @@ import os
 
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow_text.python.ops.regex_split_ops import gen_regex_split_ops
 
 from keras_bert.text.normalize import (
     BertNormalizer,
     encode_utf8,
+    regex_split,
     searchsorted,
     word_split_patterns,
 )
+from keras_bert.text.rules import DEFAULT_RULES, tokenizer_rules
 
 # Plain Python with no tensor-dependent control flow: skip AutoGraph (seconds of tracing).
 _no_autograph = tf.autograph.experimental.do_not_convert
@@ -68,8 +74,6 @@ SPECIAL_TOKENS = {
     "mask": "[MASK]",
     "unk": "[UNK]",
 }
-MAX_CHARS_PER_WORD = 100
-_MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD
 
 
 def load_vocab(vocab) -> list[str]:
@@ -97,21 +101,26 @@ class BertTokenizer(tf.Module):
         Python, when the tokenizer is built; the graph holds it as constants.
       lower_case: `True` for uncased checkpoints (lower-case + strip accents), `False` for
         cased ones (neither).
+      rules: `"google"` (Google's `tokenization.py`, what every Google checkpoint was
+        pretrained with) or `"huggingface"` (Hugging Face's `tokenizers`); see
+        `keras_bert.text.rules`.
       preserve_special_tokens: when `True`, the literal strings `[CLS]`, `[SEP]`, `[PAD]`,
         `[MASK]`, `[UNK]` written in the input are kept as their single special token
         (case-sensitive, matched in the raw input) instead of being split like text
         ("[MASK]" -> "[", "mask", "]") as the original tokenizer does.
 
     Raises:
-      ValueError: the vocabulary is empty or lacks one of the special tokens.
+      ValueError: the vocabulary is empty or lacks one of the special tokens, or `rules`
+        is not one of the two rule sets.
 
     Token ids are `int32` (what the model's `input_word_ids` takes); offsets are `int64`
     byte offsets into the input strings.
     """
 
     def __init__(self, vocab, lower_case: bool = True, preserve_special_tokens: bool = False,
-                 name: str | None = None):
+                 rules: str = DEFAULT_RULES, name: str | None = None):
         super().__init__(name=name)
+        self._rules = tokenizer_rules(rules)
         tokens = load_vocab(vocab)
         if not tokens:
             raise ValueError("The vocabulary is empty.")
@@ -128,26 +137,28 @@ class BertTokenizer(tf.Module):
         self._tokens = tokens
         self._index = index
         self._special_ids = {k: index[v] for k, v in SPECIAL_TOKENS.items()}
-        self.normalizer = BertNormalizer(self.lower_case)
-        patterns = word_split_patterns()
+        self.normalizer = BertNormalizer(self.lower_case, self._rules.name)
+        patterns = word_split_patterns(self._rules.name)
         self._split_pattern = patterns["split"]
         self._keep_pattern = patterns["keep"]
         # Without offsets, words are split by FastWordpiece itself (end-to-end mode), after
         # padding non-ASCII punctuation / CJK with spaces and turning non-ASCII whitespace
         # into spaces, so that only ASCII rules are left to its own character tables.
         self._pad_nonascii = patterns["pad_nonascii"]
+        self._any_unassigned = f"(?s).*{patterns['unassigned']}.*"
         self._special_pattern = "|".join(
             t.replace("[", "\\[").replace("]", "\\]") for t in SPECIAL_TOKENS.values())
         # Earlier copies of a repeated token (and empty lines) must never match: replace
         # them by a string that cannot occur in a cleaned word (it holds a C0 control).
         unique = [t if index[t] == i and t else f"\x01{i}" for i, t in enumerate(tokens)]
-        self._wordpiece = _fast_wordpiece(unique, no_pretokenization=True)
-        self._wordpiece_e2e = _fast_wordpiece(unique, no_pretokenization=False)
-        # A word of more than MAX_CHARS_PER_WORD characters (a run of characters that are
+        max_chars = self._rules.max_chars_per_word
+        self._wordpiece = _fast_wordpiece(unique, True, max_chars)
+        self._wordpiece_e2e = _fast_wordpiece(unique, False, max_chars)
+        # A word of more than max_chars_per_word characters (a run of characters that are
         # not ASCII whitespace or punctuation, once the rest is padded) is replaced by a
         # control character before end-to-end WordPiece: a one-character word that no
         # vocabulary entry matches, hence one [UNK], as the original gives.
-        self._long_word = f"{patterns['word_char_padded']}{{{MAX_CHARS_PER_WORD + 1},}}"
+        self._long_word = f"{patterns['word_char_padded']}{{{max_chars + 1},}}"
         stand_ins = [chr(c) for c in range(1, 9) if chr(c) not in index]
         if not stand_ins:
             raise ValueError("The vocabulary holds each of the control characters U+0001 to "
@@ -161,6 +172,11 @@ class BertTokenizer(tf.Module):
             default_value=-1)
 
     # ------------------------------------------------------------------ properties
+    @property
+    def rules(self) -> str:
+        """The name of the rule set: `google` or `huggingface`."""
+        return self._rules.name
+
     @property
     def vocab_size(self) -> int:
         """Number of ids (lines of the vocabulary); the embedding table's row count."""
@@ -277,8 +293,10 @@ class BertTokenizer(tf.Module):
             return self._tokenize_segments(strings, with_offsets)
         # Cut the literal special tokens out of the raw input; every other segment goes
         # through the normal pipeline, every special one becomes its id.
-        flat, seg_base, _, seg_splits = _regex_split(
-            strings, self._special_pattern, self._special_pattern)
+        # (RegexSplitWithOffsets ends a string at NUL: put U+0001, also dropped, instead.)
+        flat, seg_base, _, seg_splits = regex_split(
+            tf.strings.regex_replace(strings, "\\x00", "\x01"), self._special_pattern,
+            self._special_pattern)
         is_special = tf.strings.regex_full_match(flat, self._special_pattern)
         text = tf.where(is_special, "", flat)
         ids, splits, starts, ends = self._tokenize_segments(text, with_offsets)
@@ -311,21 +329,18 @@ class BertTokenizer(tf.Module):
         """The original pipeline on a 1-D string tensor (no special-token handling)."""
         normalized = self.normalizer(strings)
         if not with_offsets:
-            padded = tf.strings.regex_replace(normalized, self._pad_nonascii, r" \1 ")
-            padded = tf.strings.regex_replace(padded, self._long_word, self._long_word_stand_in)
-            pieces = self._wordpiece_e2e.tokenize(padded)
-            return pieces.values, tf.cast(pieces.row_splits, tf.int64), None, None
-        flat_words, word_starts, _, word_splits = _regex_split(
-            normalized, self._split_pattern, self._keep_pattern)
-        words = flat_words
-        too_long = tf.strings.length(flat_words, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
-        flat_words = tf.where(too_long, SPECIAL_TOKENS["unk"], flat_words)
-        pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(flat_words)
-        piece_splits = tf.cast(pieces.row_splits, tf.int64)
-        ids = pieces.values
-        splits = tf.gather(piece_splits, word_splits)
+            # FastWordpiece splits words with ICU's punctuation table, which may know
+            # characters that this Python's Unicode database calls unassigned (both rule
+            # sets keep those): a batch holding any splits words with our own tables.
+            has_unassigned = tf.reduce_any(
+                tf.strings.regex_full_match(normalized, self._any_unassigned))
+            return (*tf.cond(has_unassigned,
+                             lambda: self._split_then_wordpiece(normalized)[:2],
+                             lambda: self._end_to_end_wordpiece(normalized)), None, None)
+        ids, splits, words, word_starts, too_long, piece_starts, piece_ends = (
+            self._split_then_wordpiece(normalized))
         # Normalised byte offsets of each piece within its row.
-        word_of_piece = _value_rowids(piece_splits, tf.size(ids, out_type=tf.int64))
+        word_of_piece = _value_rowids(piece_starts.row_splits, tf.size(ids, out_type=tf.int64))
         long_piece = tf.gather(too_long, word_of_piece)
         orig_word_len = tf.cast(tf.strings.length(words), tf.int64)
         piece_ends = tf.where(long_piece, tf.gather(orig_word_len, word_of_piece),
@@ -336,6 +351,24 @@ class BertTokenizer(tf.Module):
         row_of_piece = _value_rowids(splits, tf.size(ids, out_type=tf.int64))
         starts, ends = self._to_source_offsets(strings, row_of_piece, norm_starts, norm_ends)
         return ids, splits, starts, ends
+
+    def _end_to_end_wordpiece(self, normalized):
+        """`(ids, row_splits)`: FastWordpiece splits the padded text into words itself."""
+        padded = tf.strings.regex_replace(normalized, self._pad_nonascii, r" \1 ")
+        padded = tf.strings.regex_replace(padded, self._long_word, self._long_word_stand_in)
+        pieces = self._wordpiece_e2e.tokenize(padded)
+        return pieces.values, tf.cast(pieces.row_splits, tf.int64)
+
+    def _split_then_wordpiece(self, normalized):
+        """Words split by `RegexSplitWithOffsets` (our tables), then WordPiece: `(ids,
+        row_splits, words, word_starts, too_long, piece_starts, piece_ends)`."""
+        words, word_starts, _, word_splits = regex_split(
+            normalized, self._split_pattern, self._keep_pattern)
+        too_long = tf.strings.length(words, unit="UTF8_CHAR") > self._rules.max_chars_per_word
+        pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(
+            tf.where(too_long, SPECIAL_TOKENS["unk"], words))
+        splits = tf.gather(tf.cast(pieces.row_splits, tf.int64), word_splits)
+        return pieces.values, splits, words, word_starts, too_long, piece_starts, piece_ends
 
     def _to_source_offsets(self, strings, row_of_piece, norm_starts, norm_ends):
         """Maps byte offsets in the normalised strings back to the input strings."""
@@ -378,23 +411,14 @@ class BertTokenizer(tf.Module):
         return starts, ends
 
 
-def _fast_wordpiece(vocab: list[str], no_pretokenization: bool):
+def _fast_wordpiece(vocab: list[str], no_pretokenization: bool, max_chars: int):
     """TF Text's FastWordpieceTokenizer over `vocab` with BERT's settings: `##` suffixes,
     `[UNK]` for a word it cannot split, int32 ids. With `no_pretokenization=False` it also
     splits words on whitespace and punctuation (BERT's rules, in its own character tables)."""
     return tf_text.FastWordpieceTokenizer(
-        vocab=vocab, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD,
+        vocab=vocab, suffix_indicator="##", max_bytes_per_word=4 * max_chars,
         token_out_type=tf.int32, unknown_token=SPECIAL_TOKENS["unk"],
         no_pretokenization=no_pretokenization, support_detokenization=False)
-
-
-def _regex_split(strings, delimiters: str, keep: str):
-    """TF Text `RegexSplitWithOffsets` on 1-D strings: flat pieces, starts, ends, splits.
-
-    (The raw op: the public wrapper adds ~200 graph ops of ragged bookkeeping.)
-    """
-    return gen_regex_split_ops.regex_split_with_offsets(
-        strings, "(" + delimiters + ")", keep)
 
 
 def _value_rowids(row_splits, n_values):

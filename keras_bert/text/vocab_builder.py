@@ -14,25 +14,27 @@ from collections.abc import Iterable
 import tensorflow as tf
 
 from keras_bert.text.normalize import BertNormalizer, word_split_patterns
+from keras_bert.text.rules import DEFAULT_RULES
 
 
 class BertWordSplitter(tf.Module):
     """BERT's basic tokenization without WordPiece: strings -> RaggedTensor of words."""
 
-    def __init__(self, lower_case: bool = True, name: str | None = None):
+    def __init__(self, lower_case: bool = True, rules: str = DEFAULT_RULES,
+                 name: str | None = None):
         super().__init__(name=name)
-        self.normalizer = BertNormalizer(lower_case)
-        self._pad_pattern = word_split_patterns()["pad"]
+        self.normalizer = BertNormalizer(lower_case, rules)
+        self._pad_pattern = word_split_patterns(rules)["pad"]
 
     def __call__(self, strings) -> tf.RaggedTensor:
         padded = tf.strings.regex_replace(self.normalizer(strings), self._pad_pattern, r" \1 ")
         return tf.strings.split(padded)
 
 
-def count_words(lines: Iterable[str], lower_case: bool = True,
-                batch_size: int = 4096) -> collections.Counter:
-    """Word counts of `lines` under BERT's splitting."""
-    splitter = BertWordSplitter(lower_case)
+def count_words(lines: Iterable[str], lower_case: bool = True, batch_size: int = 4096,
+                rules: str = DEFAULT_RULES) -> collections.Counter:
+    """Word counts of `lines` under BERT's splitting (tokenizer rules `rules`)."""
+    splitter = BertWordSplitter(lower_case, rules)
     split = tf.function(splitter.__call__, input_signature=[tf.TensorSpec([None], tf.string)])
     counts: collections.Counter = collections.Counter()
     batch: list[str] = []
@@ -58,7 +60,8 @@ def special_tokens(num_unused: int = 0) -> list[str]:
 
 
 def build_vocab(lines: Iterable[str], vocab_size: int, lower_case: bool = True,
-                num_unused: int = 0, min_count: int = 2) -> list[str]:
+                num_unused: int = 0, min_count: int = 2,
+                rules: str = DEFAULT_RULES) -> list[str]:
     """A WordPiece vocabulary of at most `vocab_size` tokens learned from `lines`.
 
     Special tokens come first (see `special_tokens`); every character of the corpus that
@@ -71,7 +74,7 @@ def build_vocab(lines: Iterable[str], vocab_size: int, lower_case: bool = True,
     if vocab_size <= len(reserved):
         raise ValueError(f"vocab_size {vocab_size} leaves no room after the "
                          f"{len(reserved)} special tokens")
-    counts = count_words(lines, lower_case)
+    counts = count_words(lines, lower_case, rules=rules)
     if not counts:
         raise ValueError("The corpus has no words to learn a vocabulary from")
     vocab = learner.learn(list(counts.items()), vocab_size, reserved, lower_thresh=min_count,

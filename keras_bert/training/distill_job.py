@@ -137,6 +137,7 @@ class DistillJob:
     out: str
     eval: str | None = None
     student_preset: str = "tiny"
+    rules: str | None = None  # tokenizer rules; None: the teacher's
     temperature: float = 2.0
     alpha: float = 0.5
     text_column: str | None = None  # None: the teacher's
@@ -190,7 +191,7 @@ def run_distillation(job: DistillJob) -> dict:
     start = time.perf_counter()
     os.makedirs(job.out, exist_ok=True)
     keras.utils.set_random_seed(job.seed)
-    loaded = load_task_model(job.teacher)
+    loaded = load_task_model(job.teacher, rules=job.rules)
     if not isinstance(loaded.task_kind, ClassifyTask):
         raise ValueError(f"{job.teacher}: the teacher must be a classify model, got "
                          f"{loaded.kind!r}")

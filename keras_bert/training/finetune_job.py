@@ -56,6 +56,7 @@ class FinetuneJob:
     text_b_column: str | None = None
     label_column: str = "label"
     seq_length: int = 128
+    rules: str | None = None  # tokenizer rules; None: the model's own
     epochs: int = 3
     batch_size: int = 32
     learning_rate: float = 5e-5
@@ -93,7 +94,7 @@ def task_data(job: FinetuneJob, preprocessor) -> TaskData:
 def finetuning_inputs(job: FinetuneJob) -> tuple[ModelDir, BertPreprocessor, TaskData]:
     """`(source model dir, its preprocessor at the job's length, the task data)`: what the
     model is fitted on, built by the model's own `BertPreprocessor`."""
-    source = load_model_dir(job.model)
+    source = load_model_dir(job.model).with_rules(job.rules)
     if job.seq_length > source.config.max_position_embeddings:
         raise ValueError(f"seq_length {job.seq_length} exceeds the model's "
                          f"max_position_embeddings {source.config.max_position_embeddings}")
@@ -165,7 +166,10 @@ def run_finetuning(job: FinetuneJob) -> dict:
                               "eval": finite(result.get("eval"))},
                     preprocessor=preprocessor)
     write_json(os.path.join(job.out, "history.json"), logs)
-    plot_history(logs, os.path.join(job.out, "curves.png"), title=f"fine-tuning: {job.task}")
+    majority = (result.get("eval") or {}).get("majority_baseline")
+    plot_history(logs, os.path.join(job.out, "curves.png"), title=f"fine-tuning: {job.task}",
+                 baselines={"accuracy": (majority, "majority class (eval)")} if majority
+                 else None)
     result["seconds"] = round(time.perf_counter() - start, 1)
     write_json(os.path.join(job.out, "metrics.json"), result)
     return finite(result)

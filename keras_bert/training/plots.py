@@ -5,9 +5,14 @@ from __future__ import annotations
 import math
 
 
-def plot_history(history: dict[str, list[float]], path: str, title: str = "training") -> str:
+def plot_history(history: dict[str, list[float]], path: str, title: str = "training",
+                 baselines: dict[str, tuple[float, str]] | None = None) -> str:
     """Draws every metric of a Keras `History.history` (one panel per metric, `val_*` on the
-    same panel as its training curve) and writes `path`."""
+    same panel as its training curve) and writes `path`.
+
+    `baselines` maps a metric to `(value, name)`, drawn as a dashed reference line on its
+    panel (e.g. the majority class for an accuracy): what the curve must beat to mean
+    anything."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -25,7 +30,12 @@ def plot_history(history: dict[str, list[float]], path: str, title: str = "train
         ax.plot(epochs, values, marker="o", markersize=3, label="train")
         if f"val_{name}" in history:
             ax.plot(epochs, history[f"val_{name}"], marker="o", markersize=3, label="eval")
-            ax.legend()
+        value, label = (baselines or {}).get(name, (None, None))
+        if value is not None and math.isfinite(value):
+            ax.axhline(value, color="grey", linestyle="--", linewidth=1,
+                       label=f"{label} {value:.3f}")
+        if ax.get_legend_handles_labels()[0][1:]:
+            ax.legend(fontsize=8)
         ax.set_title(name)
         ax.set_xlabel("epoch")
         ax.grid(alpha=0.3)

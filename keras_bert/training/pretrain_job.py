@@ -16,7 +16,7 @@ import time
 import keras
 import numpy as np
 
-from keras_bert.checkpoints.conversion import checkpoint_vocab
+from keras_bert.checkpoints.conversion import checkpoint_rules, checkpoint_vocab
 from keras_bert.checkpoints.heads import load_pretrainer
 from keras_bert.checkpoints.model_dir import save_model_dir
 from keras_bert.config import BertConfig
@@ -25,6 +25,7 @@ from keras_bert.data.pretraining import PretrainingOptions, pretraining_dataset,
 from keras_bert.data.tfrecord import read_examples
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.pretrainer import BertPretrainer
+from keras_bert.text.rules import DEFAULT_RULES
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.training.checkpointing import ResumableCheckpoint, skip_consumed
 from keras_bert.training.optimizer import create_optimizer
@@ -47,6 +48,7 @@ class PretrainJob:
     tfrecords: str | None = None  # a glob of create-pretraining-data files instead
     vocab: str | None = None  # None: the init model's vocab, or the embedded corpus vocab
     lower_case: bool = True
+    rules: str | None = None  # tokenizer rules; None: the init model's, else google
     init: str | None = None  # a keras_bert, Google or Hugging Face directory to start from
     steps: int = 2000  # BERT-Tiny on the embedded corpus learns NSP after ~1,200-1,600
     steps_per_epoch: int = 200  # also the checkpoint and logging interval
@@ -79,12 +81,13 @@ class PretrainJob:
 
 
 def _tokenizer(job: PretrainJob) -> BertTokenizer:
+    rules = job.rules or (checkpoint_rules(job.init) if job.init else DEFAULT_RULES)
     if job.vocab:
-        return BertTokenizer(job.vocab, lower_case=job.lower_case)
+        return BertTokenizer(job.vocab, lower_case=job.lower_case, rules=rules)
     if job.init:
         vocab_file, lower_case = checkpoint_vocab(job.init)
-        return BertTokenizer(vocab_file, lower_case=lower_case)
-    return BertTokenizer(DEFAULT_VOCAB, lower_case=True)
+        return BertTokenizer(vocab_file, lower_case=lower_case, rules=rules)
+    return BertTokenizer(DEFAULT_VOCAB, lower_case=True, rules=rules)
 
 
 def _datasets(job: PretrainJob, tokenizer, global_batch: int):
@@ -229,12 +232,17 @@ def run_pretraining(job: PretrainJob) -> dict:
         majority, examples = nsp_majority_baseline(evaluation)
         metrics["eval"].update(nsp_majority_baseline=majority, examples=examples)
     save_model_dir(pretrainer.encoder, os.path.join(job.out, "model"),
-                   _vocab_file(job, tokenizer), tokenizer.lower_case,
+                   _vocab_file(job, tokenizer), tokenizer.lower_case, rules=tokenizer.rules,
                    metadata={"pretrained_steps": metrics["steps"], "preset": job.preset})
     pretrainer.save_weights(os.path.join(job.out, "pretrainer.weights.h5"))
     if history:
+        held_out = metrics.get("eval") or {}
         plot_history(history, os.path.join(job.out, "curves.png"),
-                     title=f"pretraining BERT-{job.preset}")
+                     title=f"pretraining BERT-{job.preset}", baselines={
+                         "mlm_accuracy": (held_out.get("mlm_frequency_baseline"),
+                                          "most frequent token (eval)"),
+                         "nsp_accuracy": (held_out.get("nsp_majority_baseline"),
+                                          "majority class (eval)")})
     metrics["seconds"] = round(time.perf_counter() - start, 1)
     with open(os.path.join(job.out, "metrics.json"), "w", encoding="utf-8") as f:
         json.dump(metrics, f, indent=2)

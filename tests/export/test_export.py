@@ -94,3 +94,25 @@ def test_static_sequence_length(model_dir, tmp_path):
     assert spec["input_word_ids"].shape.as_list() == [None, 16]
     out = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
     assert out["embedding"].shape == (4, 384)
+
+
+def test_exports_embed_the_tokenizer_rules(model_dir, tmp_path):
+    """A Hugging Face model keeps Hugging Face's rules in its export; `rules` overrides them.
+    The text holds a 150-character word ([UNK] for huggingface, pieces for google) and a
+    private-use character (dropped by huggingface, kept by google: an unknown word)."""
+    assert model_dir.rules == "huggingface"
+    texts = np.array(["sea" * 50 + " whale", "\ue000whale"], dtype=object)
+    rows = {}
+    for rules in ("huggingface", "google"):
+        exported = export_model(model_dir.path, str(tmp_path / rules), target=None,
+                                rules=None if rules == "huggingface" else rules)
+        got = run_fresh(exported.path, "preprocess", {"text": texts}, tmp_path)
+        want = model_dir.with_rules(rules).preprocessor()(tf.constant(list(texts)))
+        np.testing.assert_array_equal(got["input_word_ids"], want["input_word_ids"].numpy())
+        rows[rules] = [[t for t in row if t] for row in got["input_word_ids"].tolist()]
+    tokenizer = model_dir.tokenizer()
+    cls, sep, unk = tokenizer.cls_id, tokenizer.sep_id, tokenizer.unk_id
+    whale = tokenizer.token_to_id(["whale"]).numpy().tolist()
+    assert rows["huggingface"] == [[cls, unk, *whale, sep], [cls, *whale, sep]]
+    assert unk not in rows["google"][0] and len(rows["google"][0]) > 5
+    assert rows["google"][1] == [cls, unk, sep]

@@ -1,24 +1,28 @@
-"""An independent, pure-Python statement of the original BERT tokenization rules.
+"""An independent, pure-Python statement of the BERT tokenization rules, Google's and HF's.
 
 This is the oracle for the parity tests of `keras_bert.text.BertTokenizer`. It is written
 from the rules of Google's `tokenization.py` (`FullTokenizer` = `BasicTokenizer` followed by
-`WordpieceTokenizer`), not copied from it, and deliberately kept slow and literal so that it
-is easy to check by eye:
+`WordpieceTokenizer`) and of Hugging Face's `tokenizers` (`BertNormalizer`,
+`BertPreTokenizer`, `WordPiece`), as stated below, not copied from either, and deliberately
+kept slow and literal so that it is easy to check by eye. `rules` picks the column where
+the two differ:
 
 1. Bytes are decoded as UTF-8, silently dropping undecodable bytes.
-2. Cleaning: NUL, U+FFFD and every character whose Unicode category starts with "C"
-   (Cc, Cf, Cn, Co, Cs) is dropped, except tab, newline and carriage return; those three,
-   the space and every category-Zs character become a plain space.
+2. Cleaning: NUL, U+FFFD and every character of the dropped categories (google: Cc, Cf;
+   huggingface: Cc, Cf, Co) is dropped, except tab, newline and carriage return; those
+   three, the space and every category-Zs character become a plain space.
 3. Every CJK ideograph (the eight code point blocks in `_CJK_BLOCKS`) is surrounded by spaces.
 4. The text is split on whitespace (Python's `str.split()`).
-5. Uncased only: each piece is lower-cased with `str.lower()`, NFD-normalised, and every
-   category-Mn character (non-spacing mark) is removed.
+5. Uncased only. google: each piece is lower-cased with `str.lower()`, NFD-normalised, and
+   every category-Mn character (non-spacing mark) is removed. huggingface: NFD, remove Mn,
+   then each character is lower-cased on its own (no final-sigma rule).
 6. Each piece is split around punctuation: every character of category P*, plus all
    non-alphanumeric printable ASCII (code points 33-47, 58-64, 91-96, 123-126), becomes a
    token of its own.
-7. WordPiece: a word longer than 100 characters becomes `[UNK]`; otherwise the longest
-   vocabulary prefix is taken, then repeatedly the longest `##`-prefixed continuation; if at
-   some position nothing matches, the whole word becomes `[UNK]`.
+7. WordPiece: a word longer than 200 (google) / 100 (huggingface) characters becomes `[UNK]`;
+   otherwise the longest vocabulary prefix is taken, then repeatedly the longest
+   `##`-prefixed continuation; if at some position nothing matches, the whole word becomes
+   `[UNK]`.
 
 The vocabulary is read like the original: one token per line, surrounding whitespace
 stripped, id = line number (a duplicated token keeps its last line number).
@@ -45,6 +49,8 @@ _CJK_BLOCKS = (
 )
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]")
+DROPPED = {"google": ("Cc", "Cf"), "huggingface": ("Cc", "Cf", "Co")}
+MAX_CHARS = {"google": 200, "huggingface": 100}
 
 
 def read_vocab(path_or_tokens) -> dict[str, int]:
@@ -59,10 +65,21 @@ def read_vocab(path_or_tokens) -> dict[str, int]:
     return {line.strip(): i for i, line in enumerate(lines)}
 
 
-def _dropped(ch: str) -> bool:
+def _dropped(ch: str, rules: str) -> bool:
     if ch in "\t\n\r":
         return False
-    return ch in "\x00\ufffd" or unicodedata.category(ch)[0] == "C"
+    return ch in "\x00\ufffd" or unicodedata.category(ch) in DROPPED[rules]
+
+
+def _strip_accents(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", text)
+                   if unicodedata.category(c) != "Mn")
+
+
+def _lower(text: str, rules: str) -> str:
+    if rules == "google":
+        return _strip_accents(text.lower())
+    return "".join(c.lower() for c in _strip_accents(text))
 
 
 def _blank(ch: str) -> bool:
@@ -81,11 +98,11 @@ def _cjk(ch: str) -> bool:
     return any(lo <= o <= hi for lo, hi in _CJK_BLOCKS)
 
 
-def basic_split(text: str, lower_case: bool) -> list[str]:
+def basic_split(text: str, lower_case: bool, rules: str = "google") -> list[str]:
     """Steps 2-6: cleaned, (optionally) lower-cased, accent-free words and punctuation."""
     cleaned = []
     for ch in text:
-        if _dropped(ch):
+        if _dropped(ch, rules):
             continue
         if _blank(ch):
             cleaned.append(" ")
@@ -96,8 +113,7 @@ def basic_split(text: str, lower_case: bool) -> list[str]:
     words = []
     for piece in "".join(cleaned).split():
         if lower_case:
-            piece = unicodedata.normalize("NFD", piece.lower())
-            piece = "".join(c for c in piece if unicodedata.category(c) != "Mn")
+            piece = _lower(piece, rules)
         current = ""
         for ch in piece:
             if _punct(ch):
@@ -114,7 +130,7 @@ def basic_split(text: str, lower_case: bool) -> list[str]:
     return " ".join(words).split()
 
 
-def wordpiece(word: str, vocab: dict[str, int], unk: str = "[UNK]", max_chars: int = 100):
+def wordpiece(word: str, vocab: dict[str, int], max_chars: int, unk: str = "[UNK]"):
     """Step 7 for one word: greedy longest-match-first pieces, or `[unk]`."""
     if len(word) > max_chars:
         return [unk]
@@ -133,11 +149,13 @@ def wordpiece(word: str, vocab: dict[str, int], unk: str = "[UNK]", max_chars: i
 
 
 class ReferenceTokenizer:
-    """The original BERT `FullTokenizer` behaviour, in plain Python (slow, for tests)."""
+    """Google's `FullTokenizer` or Hugging Face's BERT tokenizer, in plain Python (slow)."""
 
-    def __init__(self, vocab, lower_case: bool, preserve_special_tokens: bool = False):
+    def __init__(self, vocab, lower_case: bool, preserve_special_tokens: bool = False,
+                 rules: str = "google"):
         self.vocab = read_vocab(vocab)
         self.lower_case = lower_case
+        self.rules = rules
         self.preserve_special_tokens = preserve_special_tokens
 
     def tokens(self, text) -> list[str]:
@@ -154,8 +172,8 @@ class ReferenceTokenizer:
             if self.preserve_special_tokens and i % 2 == 1:
                 out.append(chunk)
                 continue
-            for word in basic_split(chunk, self.lower_case):
-                out.extend(wordpiece(word, self.vocab))
+            for word in basic_split(chunk, self.lower_case, self.rules):
+                out.extend(wordpiece(word, self.vocab, MAX_CHARS[self.rules]))
         return out
 
     def ids(self, text) -> list[int]:

