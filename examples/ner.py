@@ -19,7 +19,9 @@ Metric: entity-level precision / recall / F1 (exact type and span, as seqeval).
 
 Figures (2 shared CPU cores, busy with other jobs): the full run reaches entity precision
 0.839, recall 0.831, F1 0.835 on the 376 held-out sentences (about 11 minutes on the busy
-machine); `--quick` takes about 40 s and shows the path only (10 steps: F1 near 0).
+machine); `--quick` (320 sentences, 3 epochs = 60 steps, 91 s on AMD EPYC, 2 cores)
+reaches precision 1.000, recall 0.350, F1 0.519 on 64 held-out sentences; the same run with
+the training tags shuffled scores F1 0.000.
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="artifacts/ner")
     parser.add_argument("--minilm", default=DEFAULT_MINILM, help="converted MiniLM (reused)")
-    parser.add_argument("--quick", action="store_true", help="160 sentences, 1 epoch, seq 48")
+    parser.add_argument("--quick", action="store_true",
+                        help="320 sentences, 3 epochs, seq 48 (tests)")
     parser.add_argument("--train-size", type=int, default=2000)
     parser.add_argument("--eval-size", type=int, default=500)
     parser.add_argument("--epochs", type=int, default=2)
@@ -90,7 +93,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--verbose", type=int, default=2)
     args = parser.parse_args(argv)
     if args.quick:
-        args.train_size, args.eval_size, args.epochs, args.seq_length = 160, 48, 1, 48
+        args.train_size, args.eval_size, args.epochs, args.seq_length = 320, 64, 3, 48
 
     from keras_bert.training.finetune_job import FinetuneJob, load_task_model, run_finetuning
 

@@ -19,7 +19,10 @@ scored with the official SQuAD exact match and F1.
 Figures (2 shared CPU cores, busy with other jobs): the full run (1,032 questions in 1,406
 windows, 2 epochs) reaches exact match 92.2 / F1 93.4 on the 257 held-out questions, against
 78.6 / 78.6 for the first-capitalised-word baseline (which sees the capitals that the uncased
-model does not), in 27 minutes on the busy machine; `--quick` shows the path only.
+model does not), in 27 minutes on the busy machine. `--quick` (320 questions, 2 epochs = 40
+steps, 3 min on AMD EPYC, 2 cores) reaches 84.4 / 84.4 on 32 held-out questions against
+68.8 / 68.8 for the baseline; trained on answers moved to a random word of their context,
+0.0 / 0.3.
 """
 
 from __future__ import annotations
@@ -98,7 +101,8 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="artifacts/squad")
     parser.add_argument("--minilm", default=DEFAULT_MINILM, help="converted MiniLM (reused)")
-    parser.add_argument("--quick", action="store_true", help="96 questions, 1 epoch, seq 96")
+    parser.add_argument("--quick", action="store_true",
+                        help="320 questions, 2 epochs, seq 96 (tests)")
     parser.add_argument("--train-size", type=int, default=1500)
     parser.add_argument("--eval-size", type=int, default=300)
     parser.add_argument("--epochs", type=int, default=2)
@@ -106,7 +110,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--verbose", type=int, default=2)
     args = parser.parse_args(argv)
     if args.quick:
-        args.train_size, args.eval_size, args.epochs, args.seq_length = 96, 32, 1, 96
+        args.train_size, args.eval_size, args.epochs, args.seq_length = 320, 32, 2, 96
 
     from keras_bert.tasks import SquadExample
     from keras_bert.training.finetune_job import FinetuneJob, load_task_model, run_finetuning

@@ -71,3 +71,30 @@ def test_finetune_choices_are_the_libraries():
 
     assert finetune.FINETUNE_TASK_NAMES == FINETUNE_TASKS
     assert finetune.PRECISION_NAMES == PRECISIONS
+
+
+def test_rules_choices_are_the_libraries():
+    from keras_bert.cli.options import RULES_NAMES
+    from keras_bert.text.rules import RULES
+
+    assert RULES_NAMES == tuple(RULES)
+
+
+@pytest.mark.parametrize("command", ["tokenize", "encode", "build-vocab",
+                                     "create-pretraining-data", "pretrain", "finetune",
+                                     "predict", "distill", "export", "attention", "convert"])
+def test_every_tokenizing_command_takes_rules(command):
+    from keras_bert.cli import build_parser
+
+    parser = build_parser()
+    sub = parser._subparsers._group_actions[0].choices[command]
+    (action,) = [a for a in sub._actions if a.dest == "rules"]
+    assert tuple(action.choices) == ("google", "huggingface") and action.default is None
+
+
+def test_attention_title_names_the_model_and_the_text():
+    from keras_bert.cli.attention import attention_title
+
+    assert attention_title("/runs/sst2/model", "a fine film") == "sst2/model: \u201ca fine film\u201d"
+    title = attention_title("/x/minilm/", "w " * 60, "b")
+    assert title.startswith("minilm: \u201cw w") and len(title) < 70 and "\u2026" in title

@@ -22,10 +22,13 @@ import shlex
 import signal
 import socket
 import subprocess
+import textwrap
 import time
 import urllib.request
 
 import pytest
+
+from tests.readme_coverage import check_covered, covering_tests
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(REPO, "README.md")
@@ -44,33 +47,27 @@ OVERRIDES = {
 }
 
 
-def _covered_by(test_file: str, *needles: str):
-    """A check that `test_file` exists and mentions every needle."""
-    def check():
-        path = os.path.join(REPO, test_file)
-        assert os.path.exists(path), f"{test_file}, which covers this README line, is missing"
-        text = open(path, encoding="utf-8").read()
-        for needle in needles:
-            assert needle in text, f"{test_file} does not run {needle!r}"
-    return check
+def _covered_by(test_file: str, *parts: str):
+    """A check that a test of `test_file` runs a command with `parts` (`readme_coverage`)."""
+    return lambda: check_covered(REPO, test_file, *parts)
 
 
 def _example_covered(command: str):
     """`examples/NAME.py` lines: tests/examples/test_examples.py runs NAME.py with --quick."""
     name = re.search(r"examples/(\w+\.py)", command).group(1)
-    return _covered_by("tests/examples/test_examples.py", f'run_example("{name}"')
+    return _covered_by("tests/examples/test_examples.py", name)
 
 
-# README lines that other tests run (pattern -> check that the covering test exists).
+# README lines that other tests run (pattern -> check that a test runs them).
 COVERED = [
     (r"^bash scripts/quickstart\.sh$", lambda c: _covered_by(
-        "tests/test_quickstart.py", "examples\", \"quickstart.py\"")),
-    (r"^bash scripts/test\.sh$", lambda c: _covered_by(".ci/run", "bash scripts/test.sh")),
+        "tests/test_quickstart.py", "examples", "quickstart.py")),
+    (r"^bash scripts/test\.sh$", lambda c: _covered_by(".ci/run", "bash", "scripts/test.sh")),
     (r"jupyter execute examples/kaggle_bert\.ipynb", lambda c: _covered_by(
-        "tests/examples/test_notebook.py", "\"kaggle_bert.ipynb\"", "nbclient")),
+        "tests/examples/test_notebook.py", "examples", "kaggle_bert.ipynb")),
     (r"^\.venv/bin/python examples/\w+\.py$", _example_covered),
     (r"^\.venv/bin/python bench/\w+\.py( --quick)?$", lambda c: _covered_by(
-        "tests/test_bench.py", re.search(r"bench/(\w+\.py)", c).group(1))),
+        "tests/test_bench.py", "bench", re.search(r"bench/(\w+\.py)", c).group(1))),
 ]
 
 
@@ -246,8 +243,9 @@ def test_readme_commands_run_as_printed(tmp_path):
             if (_subcommand(line) or "").startswith("query "):
                 queries.append([json.loads(row) for row in done.stdout.splitlines()])
             if (_subcommand(line) or "").startswith("tokenize "):
-                ids = [list(map(int, row.split())) for row in done.stdout.splitlines()]
-                assert len(ids) == 2 and ids[0][:2] == [2655, 2033]  # "call me", BERT uncased
+                rows = [row.split() for row in done.stdout.splitlines()]
+                want = ["call", "me"] if "--tokens" in line else ["2655", "2033"]
+                assert len(rows) == 2 and rows[0][:2] == want  # BERT uncased ids
     finally:
         for server in servers:
             if server.poll() is None:
@@ -276,8 +274,55 @@ def test_bash_commands_parser():
 
 def test_uncovered_example_fails_the_coverage_rule():
     _example_covered(".venv/bin/python examples/ner.py")()
-    with pytest.raises(AssertionError, match="does not run"):
+    with pytest.raises(AssertionError, match="no test in"):
         _example_covered(".venv/bin/python examples/no_such_example.py")()
+
+
+def test_every_covered_readme_line_has_a_test_that_runs_it():
+    """Fast: the coverage rule for every README line that another test runs."""
+    with open(README, encoding="utf-8") as f:
+        commands = [strip_comment(c) for c in bash_commands(f.read())]
+    covered = 0
+    for command in commands:
+        for pattern, make in COVERED:
+            if re.search(pattern, command):
+                make(command)()
+                covered += 1
+    assert covered >= 10
+
+
+def test_coverage_rule_needs_a_test_that_runs_the_command(tmp_path):
+    """A mention in a docstring, a comment, a skipped test or a test that launches nothing
+    covers nothing; a test that runs the script through a module constant does."""
+    path = tmp_path / "test_fake.py"
+    path.write_text(textwrap.dedent('''
+        """Runs examples/quickstart.py."""  # examples quickstart.py
+        import subprocess, os, pytest
+        SCRIPT = os.path.join("examples", "quickstart.py")
+        UNUSED = "kaggle_bert.ipynb"
+
+        def test_mentions_only():
+            """examples quickstart.py kaggle_bert.ipynb"""
+            assert SCRIPT
+
+        @pytest.mark.skip(reason="off")
+        def test_skipped():
+            subprocess.run(["python", "examples/ner.py"])
+
+        def _launch(path):
+            return subprocess.run(["python", path])
+
+        def test_runs():
+            _launch(SCRIPT)
+    '''))
+    assert covering_tests(str(path), "examples", "quickstart.py") == ["test_runs"]
+    assert covering_tests(str(path), "kaggle_bert.ipynb") == []
+    assert covering_tests(str(path), "examples/ner.py") == []
+    for spec in (".ci/run", "tests/test_quickstart.py", "tests/examples/test_notebook.py",
+                 "tests/test_bench.py"):
+        assert os.path.exists(os.path.join(REPO, spec))
+    with pytest.raises(AssertionError, match="does not run"):
+        check_covered(REPO, ".ci/run", "bash", "scripts/quickstart.sh")
 
 
 def test_readme_keras_bert_commands_parse_with_their_overrides():

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
+from keras_bert.cli.options import add_rules_argument
+
 
 def register(subparsers) -> None:
     """Adds the `attention` subcommand."""
@@ -13,6 +17,7 @@ def register(subparsers) -> None:
                     "(columns), queries down, keys across, wordpieces on both axes.")
     p.add_argument("model_dir", help="keras_bert model directory")
     p.add_argument("--text", required=True, help="the text (segment A)")
+    add_rules_argument(p)
     p.add_argument("--text-b", help="optional second segment (sentence pairs)")
     p.add_argument("--out", default="attention.png", help="PNG to write (default attention.png)")
     p.add_argument("--layers", type=int, nargs="+",
@@ -27,11 +32,23 @@ def run(args) -> int:
     from keras_bert.checkpoints.model_dir import load_model_dir
     from keras_bert.visualize.attention_maps import plot_attention, text_attention
 
-    model_dir = load_model_dir(args.model_dir)
+    model_dir = load_model_dir(args.model_dir).with_rules(args.rules)
     tokens, probs = text_attention(model_dir, args.text, args.text_b, args.max_length)
     plot_attention(probs, tokens, args.out, layers=args.layers,
-                   title=f"attention of {model_dir.path}")
+                   title=attention_title(model_dir.path, args.text, args.text_b))
     shown = len(args.layers) if args.layers else probs.shape[0]
     print(f"wrote {args.out}: {shown} layers x {probs.shape[1]} heads over {len(tokens)} "
           "tokens")
     return 0
+
+
+def attention_title(model_path: str, text: str, text_b: str | None = None,
+                    width: int = 48) -> str:
+    """A short title: the model's name (its directory, with the run's name for a job's
+    `OUT/model`) and the text, cut to `width` characters."""
+    parts = os.path.normpath(os.path.abspath(model_path)).split(os.sep)
+    name = "/".join(parts[-2:]) if parts[-1] == "model" and len(parts) > 1 else parts[-1]
+    shown = text if text_b is None else f"{text} | {text_b}"
+    if len(shown) > width:
+        shown = shown[:width - 1] + "…"
+    return f"{name}: \u201c{shown}\u201d"

@@ -69,12 +69,15 @@ def test_pretrain_from_scratch(tmp_path):
 
 def test_ner(tmp_path, minilm):
     out = run_example("ner.py", "--out", str(tmp_path), "--minilm", minilm)
-    assert "training on 160, evaluating on 48" in out
+    assert "training on 320, evaluating on 64" in out
     precision, recall, f1 = map(float, grab(
         rf"precision {FLOAT} recall {FLOAT} F1 {FLOAT}", out))
     scores = _metrics(tmp_path / "run" / "metrics.json")["eval"]
     assert (precision, recall, f1) == pytest.approx(
         (scores["precision"], scores["recall"], scores["f1"]), abs=1e-4)
+    # The quick run finds entities: F1 0.519 (AMD EPYC, session 6); trained on shuffled
+    # tags, it finds none (F1 0.000).
+    assert f1 >= 0.3 and precision >= 0.5
     # the rule's own tags of the demo sentence, and one predicted tag per word
     [example] = grab(r"example: (.*)", out)
     pairs = [token.rsplit("/", 1) for token in example.split()]
@@ -84,7 +87,7 @@ def test_ner(tmp_path, minilm):
     assert set(labels) == {"B-LOC", "B-PER", "I-LOC", "I-PER", "O"}
     assert all(tag in labels for _, tag in pairs)
     sentences = (tmp_path / "train.conll").read_text().strip().split("\n\n")
-    assert len(sentences) == 160
+    assert len(sentences) == 320
 
 
 def test_ner_tagging_rule():
@@ -102,13 +105,16 @@ def test_ner_tagging_rule():
 
 def test_squad(tmp_path, minilm):
     out = run_example("squad.py", "--out", str(tmp_path), "--minilm", minilm)
-    assert "96 training questions, 32 held out" in out
+    assert "320 training questions, 32 held out" in out
     em, f1, base_em, base_f1 = map(float, grab(
         rf"exact match {FLOAT} F1 {FLOAT} \(first-capitalised-word baseline: EM {FLOAT} "
         rf"F1 {FLOAT}\)", out))
     scores = _metrics(tmp_path / "run" / "metrics.json")["eval"]
     assert (em, f1) == pytest.approx((scores["exact_match"], scores["f1"]), abs=0.01)
     assert scores["total"] == 32 and em <= f1 and base_em <= base_f1
+    # The quick run beats the first-capitalised-word baseline: 84.4 vs 68.8 EM (AMD EPYC,
+    # session 6); trained on answers moved to random words it scores 0.0 EM.
+    assert em >= base_em + 5 and f1 >= base_f1 + 5
     # every gold answer is where answer_start says (read_squad would have refused it)
     data = _metrics(tmp_path / "eval.json")
     for paragraph in data["data"][0]["paragraphs"]:
@@ -137,25 +143,31 @@ def test_feature_extraction(minilm):
     assert found == 8 and para > other + 0.3
 
 
-def test_export_and_serve(tmp_path):
-    out = run_example("export_and_serve.py", "--out", str(tmp_path))
+def test_export_and_serve(tmp_path, minilm):
+    # The real MiniLM (as the example's default), so the served embeddings mean something.
+    out = run_example("export_and_serve.py", "--out", str(tmp_path), "--model", minilm)
     assert "(embed) as version 1" in out
     assert "'state': 'AVAILABLE'" in out
     grpc_address, rest_url = grab(r"gRPC \((127\.0\.0\.1:\d+)\) and REST \((http://\S+)\) "
                                   r"agree on 3 answers", out)
     assert grpc_address.split(":")[1] != rest_url.rsplit(":", 1)[1]
     cosines = [float(c) for c in re.findall(r"cosine (-?[0-9.]+)", out)]
-    assert len(cosines) == 3 and all(-1.0 <= c <= 1.0 for c in cosines)
+    # The two whale sentences (a paraphrase) against the unrelated pairs: 0.572 vs 0.033
+    # and 0.044 as served; a random model gives ~0.95 for all three.
+    paraphrase, *unrelated = cosines
+    assert len(unrelated) == 2 and paraphrase > max(unrelated) + 0.3
     assert (tmp_path / "models" / "bert" / "1" / "saved_model.pb").exists()
 
 
 def test_distributed(tmp_path):
     out = run_example("distributed.py", "--out", str(tmp_path))
     assert "strategy: MirroredStrategy with 2 replica(s)" in out
-    assert "256 training sentences in global batches of 32 (16 per replica), 8 steps" in out
+    assert "512 training sentences in global batches of 32 (16 per replica), 64 steps" in out
     accuracy, count = grab(rf"held-out accuracy {FLOAT} on (\d+) sentences \(chance 0.5000\)",
                            out)  # source_task balances the labels
-    assert 0.0 <= float(accuracy) <= 1.0 and int(count) % 2 == 0 and int(count) >= 32
+    # The quick run learns the task over 2 replicas: 0.799 (AMD EPYC, session 6); with its
+    # training labels shuffled it scores 0.500.
+    assert float(accuracy) >= 0.65 and int(count) == 512
 
 
 @pytest.mark.slow
@@ -165,9 +177,13 @@ def test_rotten_tomatoes_then_distill(tmp_path, minilm):
     rt = tmp_path / "rt"
     out = run_example("classify_rotten_tomatoes.py", "--out", str(rt), "--minilm", minilm,
                       "--verbose", "0")
-    accuracy, = map(float, grab(rf"held-out accuracy {FLOAT} on 64 snippets \(160 trained on\)",
-                                out))
+    accuracy, majority = map(float, grab(
+        rf"held-out accuracy {FLOAT} on 128 snippets \(majority class {FLOAT}; 640 trained on\)",
+        out))
     assert accuracy == pytest.approx(_metrics(rt / "metrics.json")["accuracy"], abs=1e-4)
+    # The quick run learns sentiment: 0.789 against 0.570 for the majority class (AMD EPYC,
+    # session 6); trained on shuffled labels it scores 0.570.
+    assert accuracy >= majority + 0.1
     out = run_example("distill.py", "--rt-out", str(rt), "--out", str(tmp_path / "student"),
                       "--verbose", "0")
     metrics = _metrics(tmp_path / "student" / "metrics.json")
