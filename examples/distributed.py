@@ -95,14 +95,15 @@ def main(argv=None) -> dict:
     labels = LabelVocab.from_labels(ex.label for ex in train)
     global_batch = args.per_replica_batch * replicas
     train_ds = classification_dataset(train, preprocessor, labels, batch_size=global_batch,
-                                      shuffle_buffer=len(train), seed=1, drop_remainder=True)
+                                      shuffle_seed=1, drop_remainder=True)
     eval_ds = classification_dataset(held_out, preprocessor, labels, batch_size=32)
     steps = (len(train) // global_batch) * epochs
     with strategy.scope():
         model = BertClassifier(model_dir.load_encoder(), len(labels))
         compile_task_model(model, "classify", create_optimizer(learning_rate * replicas ** 0.5, steps,
                                                                steps // 10))
-    model.fit(train_ds, epochs=epochs, verbose=args.verbose, shuffle=False)
+    model.fit(train_ds, epochs=epochs, steps_per_epoch=steps // epochs, verbose=args.verbose,
+              shuffle=False)
     logits = model.predict(eval_ds.map(lambda x, y: x), verbose=0)
     accuracy = float(np.mean(np.argmax(logits, -1) == encode_labels(held_out, labels)))
     print(f"{len(train)} training sentences in global batches of {global_batch} "

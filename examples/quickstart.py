@@ -69,7 +69,7 @@ FULL = Settings(pretrain_steps=600, steps_per_epoch=100, pretrain_batch=32, eval
                 seq_length=64, finetune_epochs=3, finetune_batch=32,
                 finetune_learning_rate=1e-3, max_per_class=None)
 QUICK = Settings(pretrain_steps=10, steps_per_epoch=5, pretrain_batch=16, eval_steps=1,
-                 seq_length=32, finetune_epochs=1, finetune_batch=32,
+                 seq_length=32, finetune_epochs=3, finetune_batch=32,
                  finetune_learning_rate=1e-3, max_per_class=64)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from keras_bert.cli.options import add_rules_argument
+from keras_bert.cli.options import add_checkpoint_arguments, add_rules_argument
 
 FINETUNE_TASK_NAMES = ("classify", "regress", "tag", "squad")
 PRECISION_NAMES = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -45,6 +45,7 @@ def register(subparsers) -> None:
                    help="squad, tag: how far windows over long texts advance "
                         "(default min(128, seq/2))")
     p.add_argument("--precision", default="float32", choices=PRECISION_NAMES)
+    add_checkpoint_arguments(p)
     add_rules_argument(p)
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -62,7 +63,9 @@ def run(args) -> int:
         batch_size=args.batch_size, learning_rate=args.learning_rate,
         warmup_fraction=args.warmup_fraction, weight_decay=args.weight_decay,
         dropout=args.dropout, pooling=args.pooling, max_query_length=args.max_query_length,
-        doc_stride=args.doc_stride, precision=args.precision, seed=args.seed, rules=args.rules,
+        doc_stride=args.doc_stride, precision=args.precision, seed=args.seed,
+        checkpoint_steps=args.checkpoint_steps, checkpoint_minutes=args.checkpoint_minutes,
+        rules=args.rules,
         verbose=0 if args.quiet else 1)
     metrics = run_finetuning(job)
     print(json.dumps(metrics, indent=2))

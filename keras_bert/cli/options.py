@@ -14,3 +14,15 @@ def add_rules_argument(p, default_source: str = "the model's own") -> None:
                         "and format characters, [UNK] over 200 characters) or huggingface "
                         "(Hugging Face's tokenizers: also drops private-use characters, "
                         f"[UNK] over 100); default: {default_source}")
+
+
+def add_checkpoint_arguments(p) -> None:
+    """`--checkpoint-steps` / `--checkpoint-minutes`: how often a training job saves the
+    state it resumes from when the same command is run again after a kill."""
+    p.add_argument("--checkpoint-steps", type=int,
+                   help="also checkpoint every N steps (default: only by time and at epoch "
+                        "ends)")
+    p.add_argument("--checkpoint-minutes", type=float, default=10.0,
+                   help="checkpoint after the first step that ends this many minutes after "
+                        "the last checkpoint (default 10); a killed run started again with "
+                        "the same command resumes from its last checkpoint")

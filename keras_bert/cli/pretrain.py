@@ -36,7 +36,8 @@ def register(subparsers) -> None:
                    help="training steps (default 2000: BERT-Tiny on the embedded corpus "
                         "usually learns NSP after ~1,200-1,600)")
     p.add_argument("--steps-per-epoch", type=int, default=200,
-                   help="logging and checkpoint interval (steps must be a multiple)")
+                   help="logging, evaluation and checkpoint interval: a killed run started again "
+                        "resumes from the last one (steps must be a multiple)")
     p.add_argument("--batch-size", type=int, default=32, help="global batch size")
     p.add_argument("--seq-length", type=int, default=128)
     p.add_argument("--max-predictions", type=int, default=20)

@@ -45,12 +45,16 @@ class SentenceTask(Task):
                        label_column=job.label_column, task=self.reader_kind)
         train = readers.read_examples(job.train, **columns)
         labels = LabelVocab.from_labels(ex.label for ex in train) if self.labelled else None
+        if labels is not None and len(labels) < 2:
+            raise ValueError(f"{job.train}: every row has the label {labels.names[0]!r}; a "
+                             "classifier needs examples of at least two classes, this file "
+                             "has one class")
 
         def dataset(examples, **kwargs):
             return readers.text_dataset(examples, preprocessor, self.targets(examples, labels),
                                         batch_size=job.batch_size, **kwargs)
 
-        train_ds = dataset(train, shuffle_buffer=len(train), seed=job.seed)
+        train_ds = dataset(train, shuffle_seed=job.seed)
         spec = {"kind": self.name, "seq_length": job.seq_length,
                 "pair": job.text_b_column is not None, "text_column": job.text_column,
                 "text_b_column": job.text_b_column, "pooling": job.pooling}

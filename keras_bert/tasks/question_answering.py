@@ -62,12 +62,12 @@ class SpanQATask(Task):
 
         return featurise_in_chunks(examples, FEATURE_CHUNK, featurise)
 
-    def dataset(self, features: dict, batch_size: int, shuffle_buffer: int = 0,
-                seed: int | None = None) -> tf.data.Dataset:
+    def dataset(self, features: dict, batch_size: int,
+                shuffle_seed: int | None = None) -> tf.data.Dataset:
         """`(inputs, {"start_positions", "end_positions"})` batches."""
         targets = {k: features[k] for k in ("start_positions", "end_positions")}
         inputs = {k: v for k, v in features.items() if k not in targets}
-        return examples_dataset(inputs, targets, batch_size, shuffle_buffer, seed)
+        return examples_dataset(inputs, targets, batch_size, shuffle_seed)
 
     def data(self, job, preprocessor) -> TaskData:
         """Windows of `job.train` / `job.eval`; the eval metric runs the export's function."""
@@ -78,7 +78,7 @@ class SpanQATask(Task):
         spec["version_2"] = any(ex.is_impossible for ex in train)
         features = self.features(train, preprocessor, spec)
         windows = len(features["input_word_ids"])
-        train_ds = self.dataset(features, job.batch_size, shuffle_buffer=windows, seed=job.seed)
+        train_ds = self.dataset(features, job.batch_size, shuffle_seed=job.seed)
         if not job.eval:
             return TaskData(train_ds, windows, None, 0, None, None, spec)
         evaluation = squad.read_squad(job.eval)

@@ -20,6 +20,8 @@ object its SavedModel embeds) tokenizes and packs them.
 from __future__ import annotations
 
 import csv
+import errno
+import io
 import json
 import math
 import os
@@ -31,6 +33,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.tasks.labels import LabelVocab
+from keras_bert.tasks.task import epoch_shuffled_batches
+from keras_bert.text.files import open_utf8, read_utf8
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
@@ -86,6 +90,8 @@ def read_examples(path, text_column: str = "text", text_b_column: str | None = N
     """
     if task not in (CLASSIFICATION, REGRESSION):
         raise ValueError(f"task must be {CLASSIFICATION!r} or {REGRESSION!r}, got {task!r}")
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "a directory, not a CSV/TSV/JSONL file", str(path))
     fmt = format or file_format(path)
     rows = _jsonl_rows(path) if fmt == "jsonl" else _delimited_rows(path, fmt)
     allowed = None if labels is None else {str(name) for name in labels}
@@ -111,8 +117,19 @@ _MISSING = object()
 
 
 def stdin_lines() -> list[tuple[int, str]]:
-    """`(line number, text)` of every stdin line, line breaks removed."""
-    return [(n, line.rstrip("\r\n")) for n, line in enumerate(sys.stdin, start=1)]
+    """`(line number, text)` of every stdin line, line breaks removed; a line that is not
+    UTF-8 is a `ValueError` naming it."""
+    source = getattr(sys.stdin, "buffer", None)
+    if source is None:  # a text stream (tests, embedding)
+        return [(n, line.rstrip("\r\n")) for n, line in enumerate(sys.stdin, start=1)]
+    lines = []
+    for n, raw in enumerate(source, start=1):
+        try:
+            lines.append((n, raw.decode("utf-8").rstrip("\r\n")))
+        except UnicodeDecodeError as e:
+            raise ValueError(f"stdin: line {n}: invalid UTF-8 (byte 0x{raw[e.start]:02x} at "
+                             f"byte column {e.start + 1})") from None
+    return lines
 
 
 def no_rows(source: str):
@@ -137,7 +154,7 @@ def read_stdin_examples(pair: bool = False) -> list[TextExample]:
 
 def _delimited_rows(path, fmt: str) -> Iterator[tuple[int, dict]]:
     """`(line, {column: value})` for each data row of a CSV or TSV file."""
-    with open(path, encoding="utf-8-sig", newline="") as f:
+    with io.StringIO(read_utf8(path), newline="") as f:
         if fmt == "tsv":
             reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         else:
@@ -165,7 +182,7 @@ def _delimited_rows(path, fmt: str) -> Iterator[tuple[int, dict]]:
 
 def _jsonl_rows(path) -> Iterator[tuple[int, dict]]:
     """`(line, object)` for each non-blank line of a JSON Lines file."""
-    with open(path, encoding="utf-8-sig") as f:
+    with open_utf8(path) as f:
         yield from json_objects(enumerate(f, start=1), path)
 
 
@@ -248,7 +265,7 @@ def regression_targets(examples: Sequence[TextExample]) -> np.ndarray:
 
 
 def text_dataset(examples: Sequence[TextExample], preprocessor, labels=None,
-                 batch_size: int = 32, shuffle_buffer: int = 0, seed: int | None = None,
+                 batch_size: int = 32, shuffle_seed: int | None = None,
                  drop_remainder: bool = False) -> tf.data.Dataset:
     """A batched `tf.data.Dataset` of the model's inputs (and labels).
 
@@ -258,8 +275,8 @@ def text_dataset(examples: Sequence[TextExample], preprocessor, labels=None,
       labels: per-example targets (class ids from `encode_labels`, floats from
         `regression_targets`), or `None` for inputs only.
       batch_size, drop_remainder: batching.
-      shuffle_buffer: shuffle the examples (before batching) with this buffer; 0 keeps order.
-      seed: shuffle seed.
+      shuffle_seed: None: one pass in order; an int: endless epochs, each shuffled by
+        `(shuffle_seed, epoch)` (`keras_bert.tasks.task.epoch_shuffled_batches`).
 
     Returns:
       Elements `(features, labels)` (or `features` alone), `features` the dict of int32
@@ -279,10 +296,13 @@ def text_dataset(examples: Sequence[TextExample], preprocessor, labels=None,
         labels = np.asarray(labels)
         if len(labels) != len(examples):
             raise ValueError(f"{len(labels)} labels for {len(examples)} examples.")
-    ds = tf.data.Dataset.from_tensor_slices(texts if labels is None else (texts, labels))
-    if shuffle_buffer:
-        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    rows = texts if labels is None else (texts, labels)
+    if shuffle_seed is None:
+        ds = tf.data.Dataset.from_tensor_slices(rows).batch(batch_size,
+                                                            drop_remainder=drop_remainder)
+    else:
+        ds = epoch_shuffled_batches(rows, len(examples), batch_size, shuffle_seed,
+                                    drop_remainder)
     if labels is None:
         # A pair arrives as two arguments; join them back into the (text, text_b) input.
         return ds.map(lambda *x: preprocessor(x if len(x) == 2 else x[0]),

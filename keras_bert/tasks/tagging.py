@@ -78,11 +78,11 @@ class TagTask(Task):
 
         return featurise_in_chunks(sentences, FEATURE_CHUNK, featurise)
 
-    def dataset(self, features: dict, batch_size: int, shuffle_buffer: int = 0,
-                seed: int | None = None) -> tf.data.Dataset:
+    def dataset(self, features: dict, batch_size: int,
+                shuffle_seed: int | None = None) -> tf.data.Dataset:
         """`(inputs, labels)` batches."""
         inputs = {k: v for k, v in features.items() if k != "labels"}
-        return examples_dataset(inputs, features["labels"], batch_size, shuffle_buffer, seed)
+        return examples_dataset(inputs, features["labels"], batch_size, shuffle_seed)
 
     def data(self, job, preprocessor) -> TaskData:
         """Windows of `job.train` / `job.eval`; the eval metric runs the export's function."""
@@ -92,7 +92,7 @@ class TagTask(Task):
                 "doc_stride": job.doc_stride}
         features = _in_file(job.train, self.features, train, labels, preprocessor, spec)
         windows = len(features["labels"])
-        train_ds = self.dataset(features, job.batch_size, shuffle_buffer=windows, seed=job.seed)
+        train_ds = self.dataset(features, job.batch_size, shuffle_seed=job.seed)
         if not job.eval:
             return TaskData(train_ds, windows, None, 0, None, labels, spec)
         evaluation = conll.read_conll(job.eval)

@@ -24,7 +24,8 @@ PREDICT_BATCH = 32
 class TaskData:
     """A task's training data and its evaluation.
 
-    `train`: shuffled `(inputs, targets)` batches; `eval`: `(inputs, targets)` batches in
+    `train`: endless shuffled `(inputs, targets)` batches, `ceil(num_train / batch)` per
+    epoch, batch k a function of k alone (`epoch_shuffled_batches`); `eval`: `(inputs, targets)` batches in
     order (validation loss) or `None`; `evaluate(model)`: the task metrics on
     the eval set; `labels`: the label vocabulary (classify, tag); `spec`: the task block of
     the model directory (`kind`, `seq_length`, ...).
@@ -89,13 +90,36 @@ def featurise_in_chunks(items: list, chunk_size: int, featurise) -> dict[str, np
     return {name: np.concatenate(values) for name, values in parts.items()}
 
 
-def examples_dataset(inputs: dict, targets, batch_size: int, shuffle_buffer: int = 0,
-                     seed: int | None = None) -> tf.data.Dataset:
-    """`(inputs, targets)` batches of featurised examples, shuffled when `shuffle_buffer`."""
-    ds = tf.data.Dataset.from_tensor_slices((inputs, targets))
-    if shuffle_buffer:
-        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    return ds.batch(batch_size)
+def epoch_shuffled_batches(tensors, count: int, batch_size: int, seed: int,
+                           drop_remainder: bool = False) -> tf.data.Dataset:
+    """An endless stream of batches of `tensors` (a nest of arrays with `count` rows):
+    epoch after epoch, each in the order of a permutation seeded by `(seed, epoch)`.
+
+    Batch k depends on k alone, not on how many iterators were made before (unlike
+    `shuffle(reshuffle_each_iteration=True)`), so a resumed run that skips the batches it
+    has trained on sees exactly what the uninterrupted run saw.
+    """
+    tensors = tf.nest.map_structure(tf.convert_to_tensor, tensors)
+    seed = tf.constant(seed, tf.int64)
+
+    def epoch(e):
+        order = tf.random.experimental.stateless_shuffle(tf.range(count, dtype=tf.int64),
+                                                         seed=tf.stack([seed, e]))
+        return tf.data.Dataset.from_tensor_slices(order).batch(batch_size,
+                                                               drop_remainder=drop_remainder)
+
+    return tf.data.Dataset.counter().flat_map(epoch).map(
+        lambda rows: tf.nest.map_structure(lambda t: tf.gather(t, rows), tensors))
+
+
+def examples_dataset(inputs: dict, targets, batch_size: int,
+                     shuffle_seed: int | None = None) -> tf.data.Dataset:
+    """`(inputs, targets)` batches of featurised examples: one pass in order, or, with
+    `shuffle_seed`, endless shuffled epochs (`epoch_shuffled_batches`)."""
+    if shuffle_seed is not None:
+        count = len(next(iter(inputs.values())))
+        return epoch_shuffled_batches((inputs, targets), count, batch_size, shuffle_seed)
+    return tf.data.Dataset.from_tensor_slices((inputs, targets)).batch(batch_size)
 
 
 def run_in_batches(function, requests: dict[str, list], batch_size: int) -> dict[str, np.ndarray]:

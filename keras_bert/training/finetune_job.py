@@ -36,11 +36,14 @@ from keras_bert.checkpoints.task_dir import (
 from keras_bert.tasks.registry import FINETUNE_TASKS, task_kind
 from keras_bert.tasks.task import TaskData
 from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.training.checkpointing import ResumableCheckpoint
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
 from keras_bert.training.precision import check_precision
+from keras_bert.training.resume import HistoryFile, fit_from_step, job_arguments, load_history
 
 TASKS = FINETUNE_TASKS
+_NOT_ARGUMENTS = ("out", "verbose", "callbacks", "checkpoint_steps", "checkpoint_minutes")
 
 
 @dataclasses.dataclass
@@ -68,6 +71,8 @@ class FinetuneJob:
     doc_stride: int | None = None  # squad, tag windows; None: min(128, seq_length // 2)
     precision: str = "float32"
     validate_each_epoch: bool = True  # eval loss (and accuracy) after every epoch
+    checkpoint_steps: int | None = None  # save every N steps (besides every epoch end)
+    checkpoint_minutes: float = 10.0  # save after a step ending this long after the last
     seed: int = 12345
     verbose: int = 1
     callbacks: list = dataclasses.field(default_factory=list)
@@ -136,6 +141,16 @@ def run_finetuning(job: FinetuneJob) -> dict:
     """
     start = time.perf_counter()
     os.makedirs(job.out, exist_ok=True)
+    checkpoint = ResumableCheckpoint(
+        os.path.join(job.out, "checkpoints"), every_steps=job.checkpoint_steps,
+        every_seconds=60.0 * job.checkpoint_minutes, arguments=job_arguments(
+            job, files=("model", "train", "eval"), ignore=_NOT_ARGUMENTS))
+    done = checkpoint.completed()
+    if done is not None:
+        if job.verbose:
+            print(f"fine-tuning in {job.out} is complete ({done['steps']} steps); nothing to "
+                  "do. Use another --out to train again.", flush=True)
+        return done
     keras.utils.set_random_seed(job.seed)
     source, preprocessor, data = finetuning_inputs(job)
     task = {**data.spec, "dropout": job.dropout}
@@ -146,10 +161,16 @@ def run_finetuning(job: FinetuneJob) -> dict:
     optimizer = create_optimizer(job.learning_rate, total_steps,
                                  int(job.warmup_fraction * total_steps), job.weight_decay)
     kind.compile(model, optimizer)
-    validation = data.eval if job.validate_each_epoch else None
-    history = model.fit(data.train, epochs=job.epochs, validation_data=validation,
-                        callbacks=list(job.callbacks), verbose=job.verbose, shuffle=False)
-    logs = {k: [float(v) for v in values] for k, values in history.history.items()}
+    state = checkpoint.restore(model)
+    if state["step"] and job.verbose:
+        print(f"resuming from step {state['step']} of {total_steps}", flush=True)
+    history_path = os.path.join(job.out, "history.json")
+    logs = load_history(history_path, state["step"] // steps_per_epoch)
+    fit_from_step(model, data.train, epochs=job.epochs,
+                  steps_per_epoch=steps_per_epoch, start_step=state["step"],
+                  validation_data=data.eval if job.validate_each_epoch else None,
+                  callbacks=[HistoryFile(history_path, logs), checkpoint, *job.callbacks],
+                  verbose=job.verbose)
     result = {"task": job.task, "train_examples": data.num_train,
               "eval_examples": data.num_eval, "epochs": job.epochs,
               "steps": int(model.optimizer.iterations.numpy()),
@@ -165,13 +186,14 @@ def run_finetuning(job: FinetuneJob) -> dict:
                               "train_file": os.path.abspath(job.train),
                               "eval": finite(result.get("eval"))},
                     preprocessor=preprocessor)
-    write_json(os.path.join(job.out, "history.json"), logs)
+    write_json(history_path, logs)
     majority = (result.get("eval") or {}).get("majority_baseline")
     plot_history(logs, os.path.join(job.out, "curves.png"), title=f"fine-tuning: {job.task}",
                  baselines={"accuracy": (majority, "majority class (eval)")} if majority
                  else None)
     result["seconds"] = round(time.perf_counter() - start, 1)
     write_json(os.path.join(job.out, "metrics.json"), result)
+    checkpoint.finish(finite(result))
     return finite(result)
 
 

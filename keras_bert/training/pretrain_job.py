@@ -27,10 +27,11 @@ from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.pretrainer import BertPretrainer
 from keras_bert.text.rules import DEFAULT_RULES
 from keras_bert.text.tokenizer import BertTokenizer
-from keras_bert.training.checkpointing import ResumableCheckpoint, skip_consumed
+from keras_bert.training.checkpointing import ResumableCheckpoint
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
 from keras_bert.training.precision import check_precision
+from keras_bert.training.resume import HistoryFile, fit_from_step, job_arguments, load_history
 from keras_bert.training.strategy import get_strategy
 
 DEFAULT_VOCAB = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "vocab",
@@ -51,7 +52,7 @@ class PretrainJob:
     rules: str | None = None  # tokenizer rules; None: the init model's, else google
     init: str | None = None  # a keras_bert, Google or Hugging Face directory to start from
     steps: int = 2000  # BERT-Tiny on the embedded corpus learns NSP after ~1,200-1,600
-    steps_per_epoch: int = 200  # also the checkpoint and logging interval
+    steps_per_epoch: int = 200  # the logging, evaluation and checkpoint interval
     batch_size: int = 32
     seq_length: int = 128
     max_predictions: int = 20
@@ -78,6 +79,9 @@ class PretrainJob:
                              f"({self.steps_per_epoch})")
         if self.corpus and self.tfrecords:
             raise ValueError("give a corpus or TFRecords, not both")
+
+
+_NOT_ARGUMENTS = ("out", "verbose", "callbacks")
 
 
 def _tokenizer(job: PretrainJob) -> BertTokenizer:
@@ -199,6 +203,18 @@ def run_pretraining(job: PretrainJob) -> dict:
     `metrics.json`, `history.json`, `curves.png`, `logs/` (TensorBoard), `checkpoints/`."""
     start = time.perf_counter()
     os.makedirs(job.out, exist_ok=True)
+    # Checkpoints at epoch ends only: the stream's NSP pairs, masks and TFRecord shuffles
+    # follow the state of the one iterator that makes them, and `fit_from_step` runs one
+    # iterator only when it resumes at an epoch boundary (mid-epoch resumes take two).
+    checkpoint = ResumableCheckpoint(
+        os.path.join(job.out, "checkpoints"), every_steps=None, every_seconds=None,
+        arguments=job_arguments(
+            job, files=("corpus", "tfrecords", "vocab", "init"), ignore=_NOT_ARGUMENTS))
+    done = checkpoint.completed()
+    if done is not None:
+        _say(job, f"pretraining in {job.out} is complete ({done['steps']} steps); nothing "
+                  "to do. To train on from this model, use --init with its model/ directory.")
+        return done
     keras.utils.set_random_seed(job.seed)
     tokenizer = _tokenizer(job)
     strategy = get_strategy(job.strategy)
@@ -210,19 +226,18 @@ def run_pretraining(job: PretrainJob) -> dict:
             optimizer=create_optimizer(job.learning_rate, job.steps, job.warmup_steps,
                                        job.weight_decay),
             jit_compile=job.jit_compile)
-    checkpoint = ResumableCheckpoint(os.path.join(job.out, "checkpoints"))
     state = checkpoint.restore(pretrainer)
+    if state["step"]:
+        _say(job, f"resuming from step {state['step']} of {job.steps}")
     epochs = job.steps // job.steps_per_epoch
     history_path = os.path.join(job.out, "history.json")
     # Epochs after the restored checkpoint are replayed: drop what the history says of them.
-    history = {k: v[:state["epoch"]] for k, v in _load_history(history_path).items()}
-    callbacks = [checkpoint, _HistoryFile(history_path, history),
+    history = load_history(history_path, state["step"] // job.steps_per_epoch)
+    callbacks = [HistoryFile(history_path, history), checkpoint,
                  keras.callbacks.TensorBoard(os.path.join(job.out, "logs")), *job.callbacks]
-    if state["epoch"] < epochs:
-        pretrainer.fit(skip_consumed(train, state["step"]), epochs=epochs,
-                       initial_epoch=state["epoch"], steps_per_epoch=job.steps_per_epoch,
-                       validation_data=evaluation, callbacks=callbacks, verbose=job.verbose,
-                       shuffle=False)  # the pipeline shuffles; Keras can't shuffle a Dataset
+    fit_from_step(pretrainer, train, epochs=epochs, steps_per_epoch=job.steps_per_epoch,
+                  start_step=state["step"], validation_data=evaluation, callbacks=callbacks,
+                  verbose=job.verbose)  # the pipeline shuffles; Keras can't shuffle a Dataset
     metrics = {"steps": int(pretrainer.optimizer.iterations.numpy()),
                "train": {k: v[-1] for k, v in history.items() if not k.startswith("val_")}}
     if evaluation is not None:
@@ -246,6 +261,7 @@ def run_pretraining(job: PretrainJob) -> dict:
     metrics["seconds"] = round(time.perf_counter() - start, 1)
     with open(os.path.join(job.out, "metrics.json"), "w", encoding="utf-8") as f:
         json.dump(metrics, f, indent=2)
+    checkpoint.finish(metrics)
     return metrics
 
 
@@ -257,27 +273,9 @@ def _vocab_file(job: PretrainJob, tokenizer) -> str:
     return DEFAULT_VOCAB
 
 
-def _load_history(path: str) -> dict:
-    if not os.path.exists(path):
-        return {}
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-class _HistoryFile(keras.callbacks.Callback):
-    """Appends each epoch's logs to `history` and rewrites `path` (survives a restart)."""
-
-    def __init__(self, path: str, history: dict):
-        super().__init__()
-        self.path = path
-        self.history = history
-
-    def on_epoch_end(self, epoch, logs=None):
-        for key, value in (logs or {}).items():
-            self.history.setdefault(key, []).append(float(np.asarray(value)))
-        with open(self.path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(self.history, f)
-        os.replace(self.path + ".tmp", self.path)
+def _say(job: PretrainJob, message: str) -> None:
+    if job.verbose:
+        print(message, flush=True)
 
 
 __all__ = ["PretrainJob", "mlm_frequency_baseline", "nsp_majority_baseline", "run_pretraining",

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder
-from keras_bert.training import ResumableCheckpoint, create_optimizer, skip_consumed
+from keras_bert.training import ResumableCheckpoint, create_optimizer, fit_from_step
 
 BATCH, SEQ = 8, 12
 
@@ -62,9 +62,8 @@ def main(out, epochs, steps_per_epoch, kill_at=None):
     checkpoint = ResumableCheckpoint(os.path.join(out, "ckpt"))
     state = checkpoint.restore(model)
     callbacks = [checkpoint] + ([KillAt(kill_at)] if kill_at else [])
-    model.fit(skip_consumed(stream(), state["step"]), epochs=epochs,
-              initial_epoch=state["epoch"], steps_per_epoch=steps_per_epoch,
-              callbacks=callbacks, verbose=0)
+    fit_from_step(model, stream(), epochs=epochs, steps_per_epoch=steps_per_epoch,
+                  start_step=state["step"], callbacks=callbacks, verbose=0)
     variables = list(model.variables) + list(model.optimizer.variables)
     np.savez(os.path.join(out, "final.npz"), *[v.numpy() for v in variables],
              iterations=model.optimizer.iterations.numpy(),

@@ -16,7 +16,7 @@ from keras_bert.models import BertClassifier
 from keras_bert.tasks import LabelVocab
 from keras_bert.training.distill_job import Distiller, distillation_loss, forward_throughput
 from tests.conftest import TINY_CONFIG_KWARGS
-from tests.training.test_finetune import _classify_files, _run, model_dir  # noqa: F401
+from tests.training.test_finetune import _classify_files, _run
 
 
 def _numpy_loss(labels, student, teacher, t, alpha):

@@ -1,0 +1,21 @@
+"""Fixtures of the training tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from keras_bert import BertConfig, BertEncoder
+from keras_bert.checkpoints.model_dir import save_model_dir
+from tests.training.test_finetune import SPECIAL, WORDS
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> str:
+    """A tiny randomly initialised BERT over the test vocabulary, as a model directory."""
+    root = tmp_path_factory.mktemp("tiny_bert")
+    vocab = root / "vocab.txt"
+    vocab.write_text("".join(f"{t}\n" for t in SPECIAL + WORDS), encoding="utf-8")
+    config = BertConfig(vocab_size=len(SPECIAL) + len(WORDS), hidden_size=32, num_layers=2,
+                        num_heads=4, intermediate_size=64, max_position_embeddings=64)
+    save_model_dir(BertEncoder(config), str(root / "model"), str(vocab), lower_case=True)
+    return str(root / "model")

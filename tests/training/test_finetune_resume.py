@@ -1,0 +1,185 @@
+"""Killed fine-tuning resumes mid-epoch to the uninterrupted result, for every task kind.
+
+A kill is modelled two ways: in process, by a callback that raises after step K (what is
+on disk is all that survives, as after a SIGKILL), for each task kind; and for real, by
+SIGKILL from outside at a moment the test does not choose, on `keras-bert finetune`.
+The resumed run must end with bit-identical weights; a restart with other arguments is
+refused naming the difference; a finished run started again does nothing.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import keras
+import numpy as np
+import pytest
+
+from keras_bert.cli import main
+from keras_bert.training.finetune_job import FinetuneJob, run_finetuning
+from keras_bert.training.resume import ResumeMismatch
+from tests.training.test_finetune import (
+    _sentences,
+    _squad_file,
+    _tagged_sentence,
+    _write_conll,
+    _write_csv,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class Killed(Exception):
+    """Raised by `KillAfter`: the process 'dies' with only its files left."""
+
+
+class KillAfter(keras.callbacks.Callback):
+    """Raises `Killed` right after global step `step` (after that step's checkpoint)."""
+
+    def __init__(self, step):
+        super().__init__()
+        self.step = step
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) == self.step:
+            raise Killed(self.step)
+
+
+def _files(kind, tmp_path, rng):
+    """(train, eval, extra job fields) for a tiny job of `kind`."""
+    if kind == "classify":
+        rows = [(" ".join(w), y) for w, y in _sentences(rng, 40)]
+        return _write_csv(tmp_path / "train.csv", ["text", "label"], rows), None, {}
+    if kind == "regress":
+        rows = [(" ".join(w), f"{w.count('whale') / len(w):.3f}") for w, _ in _sentences(rng, 40)]
+        path = _write_csv(tmp_path / "train.csv", ["text", "score"], rows)
+        return path, None, {"label_column": "score"}
+    if kind == "tag":
+        return _write_conll(tmp_path / "train.conll",
+                            [_tagged_sentence(rng) for _ in range(40)]), None, {}
+    return _squad_file(tmp_path / "train.json", rng, 30)[0], None, {}
+
+
+def _weights(out) -> list[np.ndarray]:
+    """Every array of the saved task model, in file order."""
+    arrays = []
+    for path in sorted(glob.glob(os.path.join(out, "model", "*.weights.h5"))):
+        with h5py.File(path, "r") as f:
+            f.visititems(lambda name, item: arrays.append(np.array(item))
+                         if isinstance(item, h5py.Dataset) else None)
+    return arrays
+
+
+def _job(kind, model, train, out, extra, **overrides):
+    fields = dict(task=kind, model=model, train=train, out=str(out), seq_length=24, epochs=2,
+                  batch_size=8, learning_rate=2e-3, verbose=0, seed=7, checkpoint_steps=3,
+                  validate_each_epoch=False, **extra)
+    return FinetuneJob(**{**fields, **overrides})
+
+
+@pytest.mark.parametrize("kind", ["classify", "regress", "tag", "squad"])
+def test_killed_mid_epoch_resumes_bit_identical(kind, model_dir, tmp_path, rng):
+    train, _, extra = _files(kind, tmp_path, rng)
+    straight = run_finetuning(_job(kind, model_dir, train, tmp_path / "straight", extra))
+    steps_per_epoch = straight["steps"] // 2
+    # A kill in the second epoch whose last checkpoint (every 3 steps) is mid-epoch.
+    kill_at = next(k for k in range(steps_per_epoch + 1, straight["steps"])
+                   if k % 3 and (k - k % 3) > steps_per_epoch and (k - k % 3) % steps_per_epoch)
+    job = _job(kind, model_dir, train, tmp_path / "resumed", extra,
+               callbacks=[KillAfter(kill_at)])
+    with pytest.raises(Killed):
+        run_finetuning(job)
+    saved = sorted(os.listdir(tmp_path / "resumed" / "checkpoints"))
+    assert saved and all(name.startswith("ckpt-") for name in saved)
+    last = int(saved[-1][5:14])
+    assert last == kill_at - kill_at % 3  # work to redo, from the middle of an epoch
+    resumed = run_finetuning(_job(kind, model_dir, train, tmp_path / "resumed", extra))
+    assert resumed["steps"] == straight["steps"]
+    a, b = _weights(tmp_path / "straight"), _weights(tmp_path / "resumed")
+    assert len(a) == len(b) > 10
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
+    history = json.loads((tmp_path / "resumed" / "history.json").read_text())
+    assert [len(v) for v in history.values()] == [2] * len(history)  # one entry per epoch
+
+
+def test_restart_with_other_arguments_is_refused(model_dir, tmp_path, rng, capsys):
+    train, _, extra = _files("classify", tmp_path, rng)
+    with pytest.raises(Killed):
+        run_finetuning(_job("classify", model_dir, train, tmp_path / "run", extra,
+                            callbacks=[KillAfter(4)]))
+    with pytest.raises(ResumeMismatch, match=r"seed: 7 there, 8 now.*another output"):
+        run_finetuning(_job("classify", model_dir, train, tmp_path / "run", extra, seed=8))
+    # The training file edited in place is another corpus, though its name is the same.
+    with open(train, "a", encoding="utf-8") as f:
+        f.write("one more whale,whale\n")
+    argv = ["finetune", "--task", "classify", "--model", model_dir, "--train", train, "--out",
+            str(tmp_path / "run"), "--seq-length", "24", "--epochs", "2", "--batch-size", "8",
+            "--learning-rate", "2e-3", "--seed", "7", "--quiet"]
+    assert main(argv) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("keras-bert finetune: error:") and "other arguments" in last
+    assert "train: " in last and "seed" not in last
+
+
+def test_finished_run_started_again_does_nothing(model_dir, tmp_path, rng, capsys):
+    train, _, extra = _files("classify", tmp_path, rng)
+    first = run_finetuning(_job("classify", model_dir, train, tmp_path / "run", extra))
+    stamp = os.stat(tmp_path / "run" / "model" / "head.weights.h5").st_mtime_ns
+    again = run_finetuning(_job("classify", model_dir, train, tmp_path / "run", extra,
+                                verbose=1))
+    assert "is complete" in capsys.readouterr().out
+    assert again == first
+    assert os.stat(tmp_path / "run" / "model" / "head.weights.h5").st_mtime_ns == stamp
+
+
+def _cli(out, train, model):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+    argv = [sys.executable, "-m", "keras_bert.cli", "finetune", "--task", "classify",
+            "--model", model, "--train", train, "--out", str(out), "--seq-length", "24",
+            "--epochs", "3", "--batch-size", "4", "--learning-rate", "2e-3", "--seed", "7",
+            "--checkpoint-steps", "2", "--quiet"]
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _sigkill_after_checkpoint(process, directory, newer_than=0, timeout=300):
+    """SIGKILLs `process` as soon as a checkpoint past step `newer_than` exists; returns the
+    newest step seen then (None if the process ended first)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        steps = [int(os.path.basename(p)[5:14])
+                 for p in glob.glob(os.path.join(directory, "ckpt-*.npz"))]
+        if steps and max(steps) > newer_than:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            return max(steps)
+        time.sleep(0.05)
+    process.wait()
+    return None
+
+
+def test_sigkill_twice_then_resume_is_bit_identical(model_dir, tmp_path, rng):
+    rows = [(" ".join(w), y) for w, y in _sentences(rng, 40)]
+    train = _write_csv(tmp_path / "train.csv", ["text", "label"], rows)
+    straight = _cli(tmp_path / "straight", train, model_dir)
+    assert straight.wait(timeout=600) == 0, straight.stderr.read()[-2000:]
+    out = tmp_path / "killed"
+    seen, kills = 0, 0
+    for _ in range(2):
+        step = _sigkill_after_checkpoint(_cli(out, train, model_dir), out / "checkpoints", seen)
+        if step is None:
+            break
+        seen, kills = step, kills + 1
+    assert kills >= 1  # 30 steps in all; the kills land after the checkpoints at 2, 4...
+    final = _cli(out, train, model_dir)
+    assert final.wait(timeout=600) == 0, final.stderr.read()[-2000:]
+    for x, y in zip(_weights(tmp_path / "straight"), _weights(out), strict=True):
+        np.testing.assert_array_equal(x, y)
