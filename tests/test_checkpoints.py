@@ -278,3 +278,29 @@ def test_convert_infers_cased_vocab_and_rejects_unknown(tmp_path, vocab_file):
     (tmp_path / "junk").mkdir()
     with pytest.raises(ValueError, match="neither a Google BERT checkpoint"):
         detect_format(str(tmp_path / "junk"))
+
+
+def test_hf_sharded_index_reads_its_shards_and_refuses_names_outside(tmp_path):
+    from safetensors.numpy import save_file
+
+    from keras_bert.checkpoints.huggingface import read_weights
+
+    model = tmp_path / "model"
+    model.mkdir()
+    save_file({"a": np.ones(2, np.float32)}, str(model / "model-00001-of-00002.safetensors"))
+    save_file({"b": np.zeros(3, np.float32)}, str(model / "model-00002-of-00002.safetensors"))
+    index = model / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {"a": "model-00001-of-00002.safetensors",
+                                                "b": "model-00002-of-00002.safetensors"}}))
+    state = read_weights(str(model))
+    assert sorted(state) == ["a", "b"] and state["b"].shape == (3,)
+
+    outside = tmp_path / "secret.safetensors"
+    save_file({"c": np.ones(1, np.float32)}, str(outside))
+    os.symlink(outside, model / "link.safetensors")
+    for name in ["../secret.safetensors", str(outside), "sub/../../secret.safetensors",
+                 "link.safetensors"]:
+        index.write_text(json.dumps({"weight_map": {"a": "model-00001-of-00002.safetensors",
+                                                    "c": name}}))
+        with pytest.raises(ValueError, match="outside the model directory"):
+            read_weights(str(model))

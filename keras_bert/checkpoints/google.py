@@ -69,8 +69,13 @@ def find_checkpoint_prefix(path: str) -> str:
 
 def read_checkpoint(path: str) -> dict[str, np.ndarray]:
     """Every variable of a TF checkpoint as NumPy arrays, by name."""
-    reader = tf.train.load_checkpoint(find_checkpoint_prefix(path))
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    prefix = find_checkpoint_prefix(path)
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    except tf.errors.OpError as e:
+        problem = (e.message or str(e)).strip().splitlines()[0]
+        raise ValueError(f"{prefix}: not a readable TensorFlow checkpoint ({problem})") from e
 
 
 def load_google_weights(encoder: BertEncoder, path: str) -> list[str]:

@@ -70,6 +70,30 @@ def normalize_keys(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
+def shard_files(index_path: str) -> list[str]:
+    """The weight files that a sharded checkpoint's index (`*.index.json`) names.
+
+    Each must be a plain file name beside the index: a name that leaves the model directory
+    (`../x`, `/etc/x`, `sub/../../x`, a link to elsewhere) is refused with a `ValueError`.
+    """
+    with open(index_path, encoding="utf-8") as f:
+        try:
+            weight_map = json.load(f)["weight_map"]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise ValueError(f"{index_path}: not a weights index ({e})") from None
+    if not isinstance(weight_map, dict):
+        raise ValueError(f"{index_path}: weight_map is not an object")
+    directory = os.path.realpath(os.path.dirname(index_path))
+    shards = []
+    for name in sorted({str(v) for v in weight_map.values()}):
+        path = os.path.realpath(os.path.join(directory, name))
+        if os.path.isabs(name) or os.path.dirname(path) != directory:
+            raise ValueError(f"{index_path}: the shard {name!r} is outside the model "
+                             f"directory {directory}; refusing to read it")
+        shards.append(path)
+    return shards
+
+
 def read_weights(path: str) -> dict[str, np.ndarray]:
     """All tensors of a HF model directory (or a single weights file) as NumPy arrays."""
     if os.path.isdir(path):
@@ -78,11 +102,9 @@ def read_weights(path: str) -> dict[str, np.ndarray]:
                 return read_weights(os.path.join(path, name))
         raise FileNotFoundError(f"No weights in {path}; expected one of {WEIGHT_FILES}")
     if path.endswith(".index.json"):
-        with open(path, encoding="utf-8") as f:
-            shards = sorted(set(json.load(f)["weight_map"].values()))
         state = {}
-        for shard in shards:
-            state.update(read_weights(os.path.join(os.path.dirname(path), shard)))
+        for shard in shard_files(path):
+            state.update(read_weights(shard))
         return state
     if path.endswith(".safetensors"):
         from safetensors.numpy import load_file

@@ -30,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="keras-bert", description="BERT in Keras 3: convert, encode, train, export, serve.")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an error (default: one line)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(subparsers)
@@ -37,13 +39,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `keras-bert` console script."""
+    """Entry point of the `keras-bert` console script.
+
+    An error ends the command with one line on stderr naming the problem: exit status 2
+    for bad arguments, files or data, 1 for anything else; `--debug` re-raises it with
+    its traceback.
+    """
     args = build_parser().parse_args(argv)
     try:
         return args.run(args) or 0
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
-        print(f"keras-bert {args.command}: error: {e}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        print(f"keras-bert {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 -- the one place errors become messages
+        if args.debug:
+            raise
+        print(f"keras-bert {args.command}: error: {error_message(e)}", file=sys.stderr)
+        return 2 if _is_user_error(e) else 1
+
+
+def error_message(error: BaseException) -> str:
+    """One line naming `error`: its message (a TensorFlow error's first line, without the
+    graph trace), prefixed with its type where the message alone would not say it."""
+    message = getattr(error, "message", None) or str(error)
+    message = " ".join(message.strip().splitlines()[:1]) or repr(error)
+    if isinstance(error, (ValueError, FileNotFoundError, FileExistsError)):
+        return message
+    return f"{type(error).__name__}: {message}"
+
+
+def _is_user_error(error: BaseException) -> bool:
+    """Bad arguments, files or data (as opposed to a failure of this program)."""
+    if isinstance(error, (ValueError, OSError, LookupError)):
+        return True
+    # TensorFlow's errors in a command come from its inputs: files, shapes, values.
+    return (type(error).__module__ or "").startswith("tensorflow")
 
 
 if __name__ == "__main__":

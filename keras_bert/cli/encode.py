@@ -13,7 +13,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "encode", help="embed text lines from stdin",
         description="Reads UTF-8 text lines on stdin and writes one JSON array of floats per "
-                    "line (an empty line gives the embedding of the empty text).")
+                    "line (an empty line gives the embedding of the empty text; bytes that "
+                    "are not UTF-8 are dropped, as in `tokenize` and Google's tokenizer).")
     p.add_argument("model_dir", help="keras_bert model directory (see `keras-bert convert`)")
     p.add_argument("--pooling", choices=("pooled", "cls", "mean"), default="pooled",
                    help="pooled output (default), last layer at [CLS], or masked mean")
@@ -33,8 +34,9 @@ def run(args) -> int:
     embedder = TextEmbedder(model_dir.load_encoder(), model_dir.preprocessor(),
                             seq_length=args.seq_length, pooling=args.pooling)
     batch = []
-    for line in sys.stdin:
-        batch.append(line.rstrip("\r\n"))
+    # Bytes: ill-formed UTF-8 is handled as `tokenize` does (a text stdin in tests).
+    for line in getattr(sys.stdin, "buffer", sys.stdin):
+        batch.append(line.rstrip(b"\r\n" if isinstance(line, bytes) else "\r\n"))
         if len(batch) == args.batch_size:
             _write(embedder(batch))
             batch = []

@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterator
 
 from keras_bert.data.sentences import split_sentences
+from keras_bert.text.files import open_utf8
 
 FORMATS = ("sentences", "prose", "jsonl")
 CORPUS_DIR = os.path.join(os.path.dirname(__file__), "corpus")
@@ -72,7 +73,7 @@ def read_documents(path: str, fmt: str = "sentences",
     elif fmt == "prose":
         yield from _prose_documents(path)
     else:
-        with open(path, encoding="utf-8") as f:
+        with open_utf8(path, bom=False) as f:
             for number, line in enumerate(f, 1):
                 if not line.strip():
                     continue

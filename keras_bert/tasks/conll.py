@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from keras_bert.tasks.labels import LabelVocab
+from keras_bert.text.files import open_utf8
 
 DOCSTART = "-DOCSTART-"
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")
@@ -52,7 +53,7 @@ def read_conll(path) -> list[TaggedSentence]:
             words.clear()
             tags.clear()
 
-    with open(path, encoding="utf-8") as f:
+    with open_utf8(path, bom=False) as f:
         for number, text in enumerate(f, start=1):
             columns = text.split()
             if not columns:
@@ -85,7 +86,7 @@ def read_conll(path) -> list[TaggedSentence]:
 def read_conll_words(path) -> list[list[str]]:
     """The sentences of a CoNLL file as word lists (first column; tags, if any, ignored)."""
     sentences, words = [], []
-    with open(path, encoding="utf-8") as f:
+    with open_utf8(path, bom=False) as f:
         for line in f:
             columns = line.split()
             if not columns or columns[0] == DOCSTART:

@@ -16,6 +16,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from keras_bert.text.files import open_utf8
+
 
 @dataclass(frozen=True)
 class SquadAnswer:
@@ -44,7 +46,7 @@ class SquadExample:
 
 def read_squad(path) -> list[SquadExample]:
     """Reads a SQuAD v1.1 or v2.0 JSON file (see `parse_squad`)."""
-    with open(path, encoding="utf-8") as f:
+    with open_utf8(path, bom=False) as f:
         try:
             data = json.load(f)
         except json.JSONDecodeError as e:
