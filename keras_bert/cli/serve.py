@@ -39,6 +39,10 @@ def register(subparsers) -> None:
                    help="largest request (gRPC message / REST body) in MiB (default 64)")
     p.add_argument("--max-string-kb", type=float, default=1024.0,
                    help="largest string in a request, in KiB (default 1024)")
+    p.add_argument("--max-request-rows", type=int, default=256,
+                   help="most rows (texts) in one request (default 256)")
+    p.add_argument("--max-concurrent-calls", type=int, default=4,
+                   help="model calls running at once; other requests wait (default 4)")
     p.add_argument("--workers", type=int, default=16, help="gRPC worker threads (default 16)")
     p.add_argument("--no-batching", action="store_true",
                    help="run every request alone (default: merge concurrent requests)")
@@ -69,7 +73,8 @@ def run(args) -> int:
                          max_string_bytes=int(args.max_string_kb * 1024), workers=args.workers,
                          batching=not args.no_batching, max_batch_size=args.max_batch_size,
                          batch_timeout_s=args.batch_timeout_ms / 1000,
-                         batch_threads=args.batch_threads)
+                         batch_threads=args.batch_threads, max_rows=args.max_request_rows,
+                         max_concurrent_calls=args.max_concurrent_calls)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set())
                 for sig in (signal.SIGINT, signal.SIGTERM)}

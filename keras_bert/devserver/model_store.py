@@ -37,6 +37,11 @@ DEFAULT_SIGNATURE = "serving_default"
 DEFAULT_MAX_STRING_BYTES = 1 << 20
 # Whole request messages (gRPC's max receive length; the REST body limit).
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
+# Rows (texts) in one request: bounds the activations of one model call.
+DEFAULT_MAX_ROWS = 256
+# Model calls running at once (the others wait): with the limits above, bounds the memory
+# of a server under any number of clients (measured in bench/RESULTS.md: serve_abuse).
+DEFAULT_MAX_CONCURRENT_CALLS = 4
 
 START, LOADING, AVAILABLE, UNLOADING, END = "START", "LOADING", "AVAILABLE", "UNLOADING", "END"
 
@@ -110,10 +115,13 @@ class ServedVersion:
     """One loaded version: its `SessionBundle`, signatures and `SignatureDef`s."""
 
     def __init__(self, version: int, path: str, max_string_bytes: int = DEFAULT_MAX_STRING_BYTES,
-                 batching: dict | None = None):
+                 batching: dict | None = None, max_rows: int = DEFAULT_MAX_ROWS,
+                 gate: threading.Semaphore | None = None):
         self.version = version
         self.path = path
         self.max_string_bytes = max_string_bytes
+        self.max_rows = max_rows
+        self.gate = gate or threading.BoundedSemaphore(DEFAULT_MAX_CONCURRENT_CALLS)
         self.bundle = SessionBundle(path)
         self.signature_defs = self.bundle.signature_defs
         self.signatures = {}
@@ -165,13 +173,16 @@ class ServedVersion:
                               f"expects {[-1 if d is None else d for d in spec.shape]}")
             if value.ndim and value.shape[0] == 0:
                 raise invalid(f"input '{name}' is an empty batch (0 elements)")
+            if value.ndim and value.shape[0] > self.max_rows:
+                raise invalid(f"input '{name}' has {value.shape[0]} rows; the limit is "
+                              f"{self.max_rows} rows per request (serve --max-request-rows)")
             if value.ndim:
                 batch[name] = value.shape[0]
             if spec.dtype == tf.string and value.size:
                 longest = max(len(s) for s in value.ravel())
                 if longest > self.max_string_bytes:
                     raise invalid(f"input '{name}' holds a string of {longest} bytes; the limit "
-                                  f"is {self.max_string_bytes} bytes")
+                                  f"is {self.max_string_bytes} bytes (serve --max-string-kb)")
         if len(set(batch.values())) > 1:
             raise invalid(f"inputs have different batch sizes: {batch}")
 
@@ -196,7 +207,8 @@ class ServedVersion:
         feed = {name: np.asarray(value, dtype=signature.inputs[name].dtype.as_numpy_dtype)
                 for name, value in inputs.items()}
         try:
-            return signature.fn(feed)
+            with self.gate:
+                return signature.fn(feed)
         except tf.errors.InvalidArgumentError as e:
             raise invalid(clean_tf_error(e.message)) from None
 
@@ -234,12 +246,21 @@ class ModelStore:
     every `poll_seconds` in a daemon thread. Requests hold a reference to the version they
     resolved, so an unload never interrupts them. `batching` (keyword arguments of `Batcher`,
     or None for none) merges concurrent requests to a signature into one call.
+
+    Limits that keep the server alive under abuse: a request holds at most `max_rows` rows
+    and strings of at most `max_string_bytes`; at most `max_concurrent_calls` model calls
+    run at once (further requests wait their turn).
     """
 
     def __init__(self, base_dir: str, model_name: str, poll_seconds: float = 2.0,
                  warmup: bool = True, max_string_bytes: int = DEFAULT_MAX_STRING_BYTES,
-                 batching: dict | None = None):
+                 batching: dict | None = None, max_rows: int = DEFAULT_MAX_ROWS,
+                 max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS):
+        if min(max_string_bytes, max_rows, max_concurrent_calls) < 1:
+            raise ValueError("request limits must be positive")
         self.base_dir = os.path.abspath(base_dir)
+        self.max_rows = max_rows
+        self.gate = threading.BoundedSemaphore(max_concurrent_calls)
         self.batching = batching
         self.model_name = model_name
         self.poll_seconds = poll_seconds
@@ -321,7 +342,8 @@ class ModelStore:
         started = time.monotonic()
         served = None
         try:
-            served = ServedVersion(version, path, self.max_string_bytes, self.batching)
+            served = ServedVersion(version, path, self.max_string_bytes, self.batching,
+                                   self.max_rows, self.gate)
             if self.warmup:
                 served.warmup_requests = self._run_warmup(served)
         except Exception as e:  # noqa: BLE001 - a bad export must not stop the server

@@ -53,6 +53,9 @@ ROUTE = re.compile(r"^/v1/models/(?P<name>[^/:]+)"
 
 # JSON -> arrays ----------------------------------------------------------------------------
 
+MAX_DIMS = 8  # of one input's nested lists
+MAX_ELEMENTS = 1 << 22  # values in one input (4,194,304)
+
 def _is_b64(value) -> bool:
     return isinstance(value, dict) and list(value) == ["b64"]
 
@@ -68,9 +71,13 @@ def json_to_array(value, dtype: tf.DType, name: str) -> np.ndarray:
     shape, probe = [], value
     while isinstance(probe, list):
         shape.append(len(probe))
+        if len(shape) > MAX_DIMS:
+            raise invalid(f"input '{name}' nests lists more than {MAX_DIMS} deep")
         if not probe:
             break
         probe = probe[0]
+    if int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS:
+        raise invalid(f"input '{name}' has shape {shape}: more than {MAX_ELEMENTS} values")
     flat = []
 
     def walk(item, depth):
@@ -114,13 +121,18 @@ def _scalar(value, dtype: tf.DType, name: str):
             return value
     else:
         raise invalid(f"input '{name}': dtype {dtype.name} is not supported over REST")
-    shown = json.dumps(value)
+    try:
+        shown = json.dumps(value)
+    except RecursionError:
+        shown = "..."
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
     raise invalid(f"input '{name}' expects {dtype.name} values, got {_kind(value)} {shown}")
 
 
-def decode_predict(body: dict, signature: Signature) -> tuple[dict[str, np.ndarray], bool]:
-    """`(inputs, row_format)` of a predict request body."""
+def decode_predict(body: dict, signature: Signature,
+                   max_rows: int | None = None) -> tuple[dict[str, np.ndarray], bool]:
+    """`(inputs, row_format)` of a predict request body; more than `max_rows` instances are
+    refused before they are converted."""
     specs = signature.inputs
     if "instances" in body and "inputs" in body:
         raise invalid("the request has both 'instances' and 'inputs'; send one of them")
@@ -130,6 +142,9 @@ def decode_predict(body: dict, signature: Signature) -> tuple[dict[str, np.ndarr
             raise invalid("'instances' must be a list")
         if not instances:
             raise invalid("'instances' is an empty batch (0 instances)")
+        if max_rows is not None and len(instances) > max_rows:
+            raise invalid(f"'instances' has {len(instances)} rows; the limit is {max_rows} "
+                          "rows per request (serve --max-request-rows)")
         named = [isinstance(x, dict) and not _is_b64(x) for x in instances]
         if not any(named):
             if len(specs) != 1:
@@ -253,6 +268,7 @@ class RestHandler(BaseHTTPRequestHandler):
         self._handle("POST")
 
     def _handle(self, method: str) -> None:
+        self._body_read = False
         try:
             code, body = 200, self._route(method)
         except ServingError as e:
@@ -260,6 +276,8 @@ class RestHandler(BaseHTTPRequestHandler):
         except Exception:  # noqa: BLE001 - never a stack trace to the client
             log.exception("rest: %s %s failed", method, self.path)
             code, body = 500, {"error": "internal error; see the server log"}
+        if not self._body_read:
+            self._discard_body()  # a keep-alive connection must not read it as a request
         self._send(code, body)
 
     def _send(self, code: int, body: dict) -> None:
@@ -276,7 +294,6 @@ class RestHandler(BaseHTTPRequestHandler):
         store: ModelStore = self.server.store
         match = ROUTE.match(self.path.split("?", 1)[0])
         if not match:
-            self._discard_body()
             raise not_found(f"malformed request: {method} {self.path} (see "
                             f"/v1/models/{store.model_name})")
         name, label, verb = match["name"], match["label"], match["verb"]
@@ -287,13 +304,11 @@ class RestHandler(BaseHTTPRequestHandler):
                               f"'{match['version']}'")
             version = int(match["version"])
         if label is not None:
-            self._discard_body()
             raise not_found(f"version label '{label}' is not configured for model '{name}'")
         if method == "GET" and verb is None:
             return (metadata_json if match["metadata"] else status_json)(store, name, version)
         if method == "POST" and verb == "predict":
             return self._predict(store, name, version)
-        self._discard_body()
         if verb in ("classify", "regress"):
             raise ServingError(grpc.StatusCode.UNIMPLEMENTED,
                                f":{verb} is not served by this development server; use :predict")
@@ -306,13 +321,18 @@ class RestHandler(BaseHTTPRequestHandler):
             raise invalid("a POST request needs a Content-Length header")
         length = int(length)
         limit = self.server.max_message_bytes
+        self._body_read = True
         if length > limit:
             self.close_connection = True  # the body is not read: drop the connection
-            raise invalid(f"the request body is {length} bytes; the limit is {limit} bytes")
+            raise invalid(f"the request body is {length} bytes; the limit is {limit} bytes "
+                          "(serve --max-message-mb)")
         return self.rfile.read(length)
 
     def _discard_body(self) -> None:
-        if self.command == "POST":
+        """Reads and drops the request's body (closing the connection where it can't)."""
+        if self.headers.get("Transfer-Encoding"):
+            self.close_connection = True  # chunked bodies are not read: drop the connection
+        elif self.command == "POST" or self.headers.get("Content-Length"):
             try:
                 self._read_body()
             except ServingError:
@@ -324,6 +344,8 @@ class RestHandler(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise invalid(f"the request body is not valid JSON: {e}") from None
+        except RecursionError:
+            raise invalid("the request body nests JSON too deeply") from None
         if not isinstance(body, dict):
             raise invalid(f"the request body must be a JSON object, got {_kind(body)}")
         signature_name = body.get("signature_name", DEFAULT_SIGNATURE)
@@ -331,7 +353,7 @@ class RestHandler(BaseHTTPRequestHandler):
             raise invalid("'signature_name' must be a string")
         served = store.get(name, version)
         signature = served.signature(signature_name)
-        inputs, row_format = decode_predict(body, signature)
+        inputs, row_format = decode_predict(body, signature, store.max_rows)
         return encode_predict(served.run(signature, inputs), row_format)
 
 

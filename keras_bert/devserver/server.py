@@ -32,7 +32,9 @@ from tensorflow_serving.apis import (
 )
 
 from keras_bert.devserver.model_store import (
+    DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_ROWS,
     DEFAULT_MAX_STRING_BYTES,
     DEFAULT_SIGNATURE,
     ModelStore,
@@ -147,6 +149,8 @@ class ModelServer:
       warmup: replay `assets.extra/tf_serving_warmup_requests` when a version loads.
       max_message_bytes: the largest request message (gRPC receive limit, REST body limit).
       max_string_bytes: the largest string element of a request (INVALID_ARGUMENT beyond).
+      max_rows: the most rows (texts) in one request (INVALID_ARGUMENT beyond).
+      max_concurrent_calls: model calls running at once; other requests wait their turn.
       workers: threads answering gRPC requests (REST uses a thread per connection).
       batching: merge concurrent requests to a signature into one call (like TF Serving's
         `--enable_batching`); `max_batch_size`, `batch_timeout_s` (how long a batch waits
@@ -159,11 +163,12 @@ class ModelServer:
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  max_string_bytes: int = DEFAULT_MAX_STRING_BYTES, workers: int = 16,
                  batching: bool = True, max_batch_size: int = 32, batch_timeout_s: float = 0.0,
-                 batch_threads: int = 1):
+                 batch_threads: int = 1, max_rows: int = DEFAULT_MAX_ROWS,
+                 max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS):
         options = dict(max_batch_size=max_batch_size, timeout_s=batch_timeout_s,
                        threads=batch_threads) if batching else None
         self.store = ModelStore(base_dir, model_name, poll_seconds, warmup, max_string_bytes,
-                                options)
+                                options, max_rows, max_concurrent_calls)
         self.host = host
         self._grpc_port, self._rest_port = grpc_port, rest_port
         self.max_message_bytes = max_message_bytes

@@ -356,11 +356,11 @@ def test_rest_status_errors(server):
 class ServeProcess:
     """A `keras-bert serve` subprocess on free ports, and what it printed."""
 
-    def __init__(self, base_dir: str):
+    def __init__(self, base_dir: str, *options: str):
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "keras_bert.cli", "serve", base_dir, "--model-name", "bert",
-             "--grpc-port", "0", "--rest-port", "0", "--log-level", "WARNING"],
+             "--grpc-port", "0", "--rest-port", "0", "--log-level", "WARNING", *options],
             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         threading.Thread(target=lambda: self.lines.extend(iter(self.process.stdout.readline, "")),
