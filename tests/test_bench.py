@@ -26,6 +26,7 @@ BENCHMARKS = {
     "encoder_forward.py": r"\| tiny \| ours / HF torch \| [\d.]+x \|",
     "pretrain_step.py": r"\| ours / hf \| [\d.]+x \|",
     "serving_latency.py": r"session: preprocessing adds -?[\d.]+% at batch 1",
+    "serve_abuse.py": r"\| 4/4 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ \| \d+ \| 200 \|",
 }
 
 
