@@ -32,10 +32,13 @@ _unshadow_stdlib()
 import dataclasses  # noqa: E402
 import datetime  # noqa: E402
 import platform  # noqa: E402
+import socket  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def configure_threads(threads: int, inter_op: int | None = None) -> dict:
@@ -93,6 +96,14 @@ def machine_description() -> dict:
         pass
     info["onednn_opts_env"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "<unset: on on x86>")
     return info
+
+
+def host_line(info: dict) -> str:
+    """`CPU model (family F model M; SIMD flags) xN cores` from `machine_description()`:
+    the model name alone does not tell EPYC or Xeon generations apart."""
+    family = f"family {info.get('cpu_family', '?')} model {info.get('model', '?')}"
+    return (f"{info.get('cpu_model', '?')} ({family}; {info.get('simd_flags') or 'no AVX2'}) "
+            f"x{info.get('cpus')}")
 
 
 def load_average() -> str:
@@ -158,3 +169,42 @@ def markdown_table(header: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(base_dir: str, model_name: str = "bench"):
+    """`keras-bert serve` in a subprocess; returns `(process, grpc_address)` once AVAILABLE."""
+    from keras_bert.client import GrpcClient, ServerError
+
+    grpc_port, rest_port = free_port(), free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "keras_bert.cli", "serve", base_dir, "--model-name", model_name,
+         "--grpc-port", str(grpc_port), "--rest-port", str(rest_port), "--log-level",
+         "WARNING"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    address = f"127.0.0.1:{grpc_port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("keras-bert serve exited: " + process.stderr.read().decode()[-2000:])
+        try:
+            with GrpcClient(address, model_name, timeout=5) as client:
+                states = [s["state"] for s in client.status()["model_version_status"]]
+                if "AVAILABLE" in states:
+                    return process, address
+        except ServerError:
+            pass
+        time.sleep(1.0)
+    process.terminate()
+    raise RuntimeError("keras-bert serve did not become AVAILABLE in 300 s")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The `q`-th percentile (nearest rank) of `values`."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(round(q / 100 * len(ordered))) - 1))]

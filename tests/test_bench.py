@@ -25,7 +25,9 @@ BENCHMARKS = {
     "pretraining_pipeline.py": r"examples per epoch: \d+",
     "encoder_forward.py": r"\| tiny \| ours / HF torch \| [\d.]+x \|",
     "pretrain_step.py": r"\| ours / hf \| [\d.]+x \|",
-    "serving_latency.py": r"session: preprocessing adds -?[\d.]+% at batch 1",
+    "preprocessing_cost.py": r"session: preprocessing adds -?[\d.]+% at batch 1",
+    "serving_latency.py": r"\| tiny \| 16 \| 1 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|",
+    "serving_profile.py": r"\| 16 x 64 x 256 \| \d+ \| [\d.]+ \| \d+ \| [\d.]+ \| [\d.]+ \|",
     "serve_abuse.py": r"\| 4/4 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ \| \d+ \| 200 \|",
 }
 
@@ -46,8 +48,12 @@ WITHOUT_KERAS_HUB = {
 
 @pytest.mark.parametrize("script", sorted(BENCHMARKS))
 def test_quick_mode_runs_and_compares(script):
-    if script in ("encoder_forward.py", "pretrain_step.py"):
+    if script in ("encoder_forward.py", "pretrain_step.py", "serving_latency.py",
+                  "serving_profile.py"):
         require("transformers")
+    if script in ("serving_latency.py", "serving_profile.py"):
+        require("onnxruntime")
+        require("onnxscript")
     if script == "tokenizer_speed.py":
         require("tokenizers")
     command = [sys.executable, os.path.join("bench", script), "--quick"]

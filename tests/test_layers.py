@@ -204,9 +204,9 @@ def test_mixed_precision_scores_are_float32(rng):
     # 512 tokens and large scores (|q.k| ~ 10): a bfloat16 product would round every score
     # to 8 significant bits. Reference: the layer's own bfloat16 query and key (what the
     # compute dtype gives), their product and the softmax in float64.
-    # head_size 16: the 1/4 score scale folded into the query kernel is exact in bfloat16
-    # (inside the layer's call the kernel is read as bfloat16, then scaled).
-    hidden, heads, seq = 64, 4, 512
+    # head_size 32: the 1/sqrt(32) score scale is not a power of 2, so it must multiply the
+    # float32 query (a bfloat16 scale would be off by ~0.2%; the reference scales in float64).
+    hidden, heads, seq = 64, 2, 512
     layer = BertSelfAttention(hidden, heads, dropout=0.0, dtype="mixed_bfloat16")
     layer.build((1, seq, hidden))
     for dense in (layer.query, layer.key):
@@ -217,11 +217,13 @@ def test_mixed_precision_scores_are_float32(rng):
     mask[0, 400:] = 0
     _, probs = layer(x, padding_mask=mask, return_attention_scores=True)
     assert probs.dtype == "float32"
-    qkv = layer._project_qkv(keras.ops.reshape(x, (seq, hidden)))
-    assert qkv.dtype == "bfloat16"
-    qkv = np.asarray(keras.ops.cast(qkv, "float32"), np.float64).reshape(seq, 3, heads, -1)
-    q, k = qkv[:, 0].transpose(1, 0, 2), qkv[:, 1].transpose(1, 0, 2)
-    scores = q @ k.transpose(0, 2, 1) + np.where(mask[0] == 1, 0.0, -1e9)[None, None, :]
+    tokens = keras.ops.reshape(x, (seq, hidden))
+    q, k = layer.query(tokens), layer.key(tokens)
+    assert q.dtype == k.dtype == "bfloat16"
+    q, k = (np.asarray(keras.ops.cast(t, "float32"), np.float64).reshape(seq, heads, -1)
+            .transpose(1, 0, 2) for t in (q, k))
+    scores = (q / np.sqrt(hidden // heads)) @ k.transpose(0, 2, 1)
+    scores += np.where(mask[0] == 1, 0.0, -1e9)[None, None, :]
     assert np.abs(scores[..., :400]).max() > 10
     want = _softmax64(scores)
     error = np.abs(np.asarray(probs[0], np.float64) - want).max()

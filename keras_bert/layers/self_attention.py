@@ -21,10 +21,11 @@ class BertSelfAttention(keras.layers.Layer):
     Set `return_attention_scores=True` in the call to also get `[batch, heads, seq, seq]`.
 
     The weights are those of four `Dense` layers, `query`, `key`, `value` and `output`,
-    each with a `(hidden, hidden)` kernel (the layout checkpoint converters rely on). For
-    speed, `call` does not run the first three one by one: it concatenates their kernels
-    into one `(hidden, 3 * hidden)` matrix on the fly (a ~1% copy) and projects the
-    flattened `[batch * seq, hidden]` activations with a single matrix multiplication.
+    each with a `(hidden, hidden)` kernel (the layout checkpoint converters rely on). They
+    run on the flattened `[batch * seq, hidden]` activations (plain 2-D matmuls that
+    TensorFlow fuses with their bias add); nothing is computed from the weights at call time,
+    so an exported graph does no per-request work on them. The `1 / sqrt(head_size)` score
+    scale multiplies the float32 query.
     """
 
     def __init__(self, hidden_size, num_heads, initializer_range=0.02, dropout=0.1, **kwargs):
@@ -49,23 +50,6 @@ class BertSelfAttention(keras.layers.Layer):
             layer.build((None, None, self.hidden_size))
         self.built = True
 
-    def _project_qkv(self, x):
-        """`[tokens, hidden]` -> `[tokens, 3 * hidden]`: the scaled query, the key and the value.
-
-        The `1 / sqrt(head_size)` score scale is folded into the query weights (cheaper
-        than scaling the activations, and exact when `head_size` is a power of 4).
-        """
-        dense = (self.query, self.key, self.value)
-        if any(getattr(layer, "quantization_mode", None) for layer in dense):
-            # Quantized kernels cannot be concatenated: run the three layers.
-            return ops.concatenate([self.query(x) * self._scale, self.key(x), self.value(x)],
-                                   axis=-1)
-        kernel = ops.concatenate(
-            [self.query.kernel * self._scale, self.key.kernel, self.value.kernel], axis=1)
-        bias = ops.concatenate(
-            [self.query.bias * self._scale, self.key.bias, self.value.bias], axis=0)
-        return ops.add(ops.matmul(x, ops.cast(kernel, x.dtype)), ops.cast(bias, x.dtype))
-
     @property
     def _scale(self):
         return 1.0 / math.sqrt(self.head_size)
@@ -73,17 +57,20 @@ class BertSelfAttention(keras.layers.Layer):
     def call(self, x, padding_mask=None, training=None, return_attention_scores=False):
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
         heads, head_size = self.num_heads, self.head_size
-        # Work on [batch * seq, hidden], as the original BERT code does: the projections
-        # are then plain 2-D matmuls that TensorFlow fuses with their bias add.
-        qkv = self._project_qkv(ops.reshape(x, (-1, self.hidden_size)))
-        # One transpose lays out all three as [3, batch, heads, seq, head_size].
-        qkv = ops.transpose(ops.reshape(qkv, (batch, seq, 3, heads, head_size)), (2, 0, 3, 1, 4))
-        q, k, v = qkv[0], qkv[1], qkv[2]
+        tokens = ops.reshape(x, (-1, self.hidden_size))
+
+        def split_heads(projection, order):  # [tokens, hidden] -> heads, transposed to order
+            return ops.transpose(ops.reshape(projection(tokens), (batch, seq, heads, head_size)),
+                                 order)
+
+        q = split_heads(self.query, (0, 2, 1, 3))  # [batch, heads, seq, head_size]
+        k_t = split_heads(self.key, (0, 2, 3, 1))  # [batch, heads, head_size, seq]
+        v = split_heads(self.value, (0, 2, 1, 3))
         # Scores in float32 under mixed precision too: q and k are cast BEFORE the product
         # (a bf16 product would round every score to 8 significant bits, ~4% on the
-        # probability of a score of 10). A no-op in float32; ~1% of a layer's FLOPs at 128.
-        scores = ops.matmul(ops.cast(q, "float32"), ops.transpose(ops.cast(k, "float32"),
-                                                                 (0, 1, 3, 2)))
+        # probability of a score of 10), and the scale multiplies the float32 query.
+        # No-ops in float32; ~1% of a layer's FLOPs at 128.
+        scores = ops.matmul(ops.cast(q, "float32") * self._scale, ops.cast(k_t, "float32"))
         if padding_mask is not None:
             keep = ops.cast(padding_mask, "float32")[:, None, None, :]
             scores = scores + (1.0 - keep) * _MASK_PENALTY

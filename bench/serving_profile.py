@@ -1,0 +1,184 @@
+"""Where a batch-1 request's time goes in our export, and why ONNX Runtime is faster there.
+
+1. **Step stats of the export** as TF Serving runs it (`SessionBundle`, `Session.run` with a
+   full trace): time per op type over `--requests` different texts of `--length`
+   wordpieces, with each type's share and count per request (tokenizer ops included).
+2. **The encoder's GEMMs alone**, at the shapes a request of `--length` tokens gives
+   (`[tokens, hidden] x [hidden, n]` for every distinct dense layer): TensorFlow's
+   MatMul + BiasAdd in a Session graph with the weights in variables (as in the export)
+   against ONNX Runtime's MatMul + Add with the weights as initializers (as in an ONNX
+   export), blocks of runs alternating, medians, GFLOP/s.
+
+    .venv/bin/python bench/serving_profile.py                   # MiniLM-L6, 32 tokens
+    .venv/bin/python bench/serving_profile.py --model base --length 128
+    .venv/bin/python bench/serving_profile.py --quick           # tiny random model
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402
+from bench.serving_latency import (  # noqa: E402
+    texts_of_length,
+    write_export,
+    write_hf_model,
+)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="minilm-l6", choices=("minilm-l6", "base", "tiny"))
+    p.add_argument("--length", type=int, default=32, help="wordpieces per text")
+    p.add_argument("--requests", type=int, default=50, help="traced requests")
+    p.add_argument("--runs", type=int, default=200, help="GEMM runs per block")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--quick", action="store_true", help="tiny random model: a smoke check")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.model, args.length, args.requests, args.runs = "tiny", 16, 5, 20
+    return args
+
+
+def op_type(node) -> str:
+    label = node.timeline_label
+    return label.split(" = ")[1].split("(")[0] if " = " in label else node.node_name
+
+
+def step_stats(bundle, texts, threads) -> tuple[collections.Counter, collections.Counter, float]:
+    """Microseconds and counts per op type, summed over `texts`; and the median wall time."""
+    import numpy as np
+    import tensorflow as tf
+
+    signature = bundle.signature_def("serving_default")
+    feed_name, fetch = signature.inputs["text"].name, signature.outputs["pooled_output"].name
+    options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+    micros, counts, wall = collections.Counter(), collections.Counter(), []
+    for text in texts * 2:  # the first pass warms up every shape
+        bundle.session.run(fetch, {feed_name: np.array([text], dtype=object)})
+    for text in texts:
+        start = time.perf_counter()
+        bundle.session.run(fetch, {feed_name: np.array([text], dtype=object)})
+        wall.append(time.perf_counter() - start)
+    for text in texts:
+        metadata = tf.compat.v1.RunMetadata()
+        bundle.session.run(fetch, {feed_name: np.array([text], dtype=object)},
+                           options=options, run_metadata=metadata)
+        for device in metadata.step_stats.dev_stats:
+            for node in device.node_stats:
+                micros[op_type(node)] += node.all_end_rel_micros
+                counts[op_type(node)] += 1
+    return micros, counts, statistics.median(wall)
+
+
+def gemm_shapes(config: dict, tokens: int) -> list[tuple[int, int, int]]:
+    hidden, inner = config["hidden_size"], config["intermediate_size"]
+    return [(tokens, hidden, hidden), (tokens, hidden, inner), (tokens, inner, hidden)]
+
+
+def dense_contenders(m: int, k: int, n: int, threads: int) -> dict:
+    """`{"tf": call, "ort": call}`: one `[m, k] x [k, n]` + bias in each runtime."""
+    import numpy as np
+    import onnxruntime
+    import tensorflow as tf
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((m, k), dtype=np.float32)
+    w = (0.02 * rng.standard_normal((k, n))).astype(np.float32)
+    b = np.zeros(n, np.float32)
+    graph = tf.Graph()
+    with graph.as_default():
+        feed = tf.compat.v1.placeholder(tf.float32, (None, k))
+        kernel, bias = tf.Variable(w), tf.Variable(b)
+        out = tf.nn.bias_add(tf.matmul(feed, kernel), bias)
+        init = tf.compat.v1.global_variables_initializer()
+    session = tf.compat.v1.Session(graph=graph, config=tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads))
+    session.run(init)
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["t"]),
+         helper.make_node("Add", ["t", "b"], ["y"])], "dense",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, n])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    ort = onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                       providers=["CPUExecutionProvider"])
+    return {"tf": lambda: session.run(out, {feed: x}), "ort": lambda: ort.run(None, {"x": x})}
+
+
+def time_gemms(shapes, runs: int, threads: int) -> list[list]:
+    """Per shape: TF Session (variables) vs ONNX Runtime (initializers), in alternating
+    blocks of `runs` calls (the first block of each is warm-up); median seconds."""
+    rows = []
+    for m, k, n in shapes:
+        calls = dense_contenders(m, k, n, threads)
+        seconds = {name: [] for name in calls}
+        for block in range(6):
+            for name in (list(calls) if block % 2 == 0 else list(calls)[::-1]):
+                for _ in range(runs):
+                    start = time.perf_counter()
+                    calls[name]()
+                    if block > 0:
+                        seconds[name].append(time.perf_counter() - start)
+        tf_s, ort_s = (statistics.median(seconds[name]) for name in ("tf", "ort"))
+        flops = 2 * m * k * n
+        rows.append([f"{m} x {k} x {n}", f"{1e6 * tf_s:.0f}", f"{flops / tf_s / 1e9:.1f}",
+                     f"{1e6 * ort_s:.0f}", f"{flops / ort_s / 1e9:.1f}", f"{tf_s / ort_s:.2f}"])
+    return rows
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    common.configure_threads(args.threads)
+
+    from keras_bert.export.session_bundle import SessionBundle
+
+    info = common.machine_description()
+    print(f"# serving profile: {args.model}, {args.length} wordpieces, batch 1, "
+          f"{common.host_line(info)}, "
+          f"TF_ENABLE_ONEDNN_OPTS={os.environ.get('TF_ENABLE_ONEDNN_OPTS', '<unset>')}, "
+          f"{info['date']}")
+    with tempfile.TemporaryDirectory(prefix="serving-profile-") as root:
+        hf_dir = write_hf_model(args.model, root)
+        config = json.load(open(os.path.join(hf_dir, "config.json")))
+        export = write_export(hf_dir, root)
+        texts = texts_of_length(os.path.join(hf_dir, "vocab.txt"), args.length, args.requests)
+        import tensorflow as tf
+
+        session_config = tf.compat.v1.ConfigProto(
+            intra_op_parallelism_threads=args.threads, inter_op_parallelism_threads=args.threads)
+        with SessionBundle(export, config=session_config) as bundle:
+            micros, counts, wall = step_stats(bundle, texts, args.threads)
+    total = sum(micros.values())
+    n = len(texts)
+    print(f"\nwall time per request (untraced): p50 {1e3 * wall:.2f} ms; traced ops per "
+          f"request: {sum(counts.values()) / n:.0f}, summed op time {total / n / 1e3:.2f} ms "
+          "(ops on the two threads overlap)\n")
+    rows = [[op, f"{micros[op] / n:.0f}", f"{100 * micros[op] / total:.1f}",
+             f"{counts[op] / n:.0f}"] for op, _ in micros.most_common(15)]
+    print(common.markdown_table(["op type", "us per request", "share %", "count"], rows))
+    shapes = gemm_shapes(config, args.length)
+    print(f"\nGEMMs of one layer at {args.length} tokens (median of {5 * args.runs} runs each, "
+          f"{args.threads} threads):\n")
+    print(common.markdown_table(["m x k x n", "TF us", "TF GFLOP/s", "ORT us", "ORT GFLOP/s",
+                                 "TF / ORT"], time_gemms(shapes, args.runs, args.threads)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
