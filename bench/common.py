@@ -171,6 +171,45 @@ def markdown_table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
+def export_onnx(bert, path: str) -> str:
+    """A `transformers.BertModel` as ONNX at `path` (`torch.onnx.export(dynamo=True)`, the
+    exporter that keeps the padding mask general; inputs `input_ids`, `attention_mask`,
+    `token_type_ids` with dynamic batch and length; output `pooler_output`)."""
+    import contextlib
+
+    import torch
+
+    class Pooled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                             token_type_ids=token_type_ids).pooler_output
+
+    ids = torch.ones(2, 8, dtype=torch.long)
+    mask = ids.clone()
+    mask[1, 5:] = 0
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=512)
+    with contextlib.redirect_stdout(sys.stderr):  # the exporter's progress lines
+        torch.onnx.export(Pooled(), (ids, mask, ids * 0), path, dynamo=True,
+                          input_names=["input_ids", "attention_mask", "token_type_ids"],
+                          output_names=["pooler_output"],
+                          dynamic_shapes=({0: batch, 1: seq},) * 3)
+    return path
+
+
+def ort_session(path: str, threads: int):
+    """An ONNX Runtime CPU session of `path` with `threads` intra-op threads (ORT's default
+    full graph optimisation)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -7,6 +7,8 @@ Contenders, timed round-robin in one process (A, B, C, A, B, C, ...) after warm-
 * `ours_bf16`  the same weights in a `dtype="mixed_bfloat16"` encoder (bf16 matmuls,
                float32 variables, softmax and LayerNorm statistics);
 * `hf`         `transformers.BertModel`, PyTorch eager, `torch.inference_mode()`, fp32;
+* `ort`        the same `BertModel` exported to ONNX (`torch.onnx.export(dynamo=True)`) and run
+               by ONNX Runtime fp32 on the CPU (its default full graph optimisation);
 * `keras_hub`  `keras_hub.models.BertBackbone` of the same size (TensorFlow backend), fp32,
                through `tf.function`;
 * `gemm`       a plain fp32 `tf.matmul` of the encoder's dominant shape
@@ -28,6 +30,7 @@ import argparse
 import math
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,7 +43,7 @@ CONFIGS = {
     "base": (12, 768, 12, 3072, 30522),
     "tiny": (2, 64, 4, 256, 1000),  # --quick
 }
-ALL_CONTENDERS = ("ours", "ours_xla", "ours_bf16", "hf", "keras_hub", "gemm")
+ALL_CONTENDERS = ("ours", "ours_xla", "ours_bf16", "hf", "ort", "keras_hub", "gemm")
 
 
 def parse_args(argv=None):
@@ -140,7 +143,7 @@ def build_contenders(name, args, log):
         facts["bf16_token_cosine_min"] = float(tokens.min())
         log(f"  bf16 vs fp32: pooled cosine min {pooled.min():.6f} mean {pooled.mean():.6f}, "
             f"token cosine min {tokens.min():.6f}")
-    if "hf" in want:
+    if want & {"hf", "ort"}:
         import torch
         import transformers
 
@@ -157,7 +160,13 @@ def build_contenders(name, args, log):
             with torch.inference_mode():
                 return hf(**hf_inputs).pooler_output
 
-        fns["hf"] = run_hf
+        if "hf" in want:
+            fns["hf"] = run_hf
+        if "ort" in want:
+            onnx_path = os.path.join(args.scratch, f"{name}.onnx")
+            session = common.ort_session(common.export_onnx(hf, onnx_path), args.threads)
+            ort_inputs = {k: v.numpy() for k, v in hf_inputs.items()}
+            fns["ort"] = lambda: session.run(["pooler_output"], ort_inputs)[0]
     if "keras_hub" in want:
         import keras_hub
 
@@ -191,6 +200,12 @@ def build_contenders(name, args, log):
 
 def main(argv=None):
     args = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="encoder-forward-") as scratch:
+        args.scratch = scratch  # the ONNX files
+        return run(args)
+
+
+def run(args):
     threads = common.configure_threads(args.threads, args.inter_op)
     import keras
     import tensorflow as tf
@@ -203,7 +218,7 @@ def main(argv=None):
         print(f"{k}: {v}")
     print(f"threads: {threads}")
     versions = {"tensorflow": tf.__version__, "keras": keras.__version__}
-    for mod in ("torch", "transformers", "keras_hub"):
+    for mod in ("torch", "transformers", "onnxruntime", "keras_hub"):
         try:
             versions[mod] = __import__(mod).__version__
         except ImportError:
@@ -236,7 +251,8 @@ def main(argv=None):
         med = {c: t.median for c, t in timings.items()}
         best = {c: t.best for c, t in timings.items()}
         if "ours" in med:
-            for other, label in (("hf", "ours / HF torch"), ("keras_hub", "ours / keras-hub"),
+            for other, label in (("hf", "ours / HF torch"), ("ort", "ours / ONNX Runtime"),
+                                 ("keras_hub", "ours / keras-hub"),
                                  ("ours_xla", "ours XLA / ours"),
                                  ("ours_bf16", "ours bf16 / ours fp32")):
                 if other in med:

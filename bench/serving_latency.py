@@ -32,7 +32,6 @@ of all timed requests, and the median of per-round ratios.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import multiprocessing
 import os
@@ -117,31 +116,10 @@ def write_hf_model(model: str, root: str) -> str:
 
 
 def write_onnx(hf_dir: str, path: str) -> str:
-    """`hf_dir`'s `BertModel` as ONNX (dynamic batch and length), outputs as HF names them."""
-    import torch
+    """`hf_dir`'s `BertModel` as ONNX (dynamic batch and length; output `pooler_output`)."""
     import transformers
 
-    model = transformers.BertModel.from_pretrained(hf_dir).eval()
-
-    class Pooled(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.bert = model
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                             token_type_ids=token_type_ids).pooler_output
-
-    ids = torch.ones(2, 8, dtype=torch.long)
-    mask = ids.clone()
-    mask[1, 5:] = 0
-    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=512)
-    with contextlib.redirect_stdout(sys.stderr):  # the exporter's progress lines
-        torch.onnx.export(Pooled(), (ids, mask, ids * 0), path, dynamo=True,
-                          input_names=["input_ids", "attention_mask", "token_type_ids"],
-                          output_names=["pooler_output"],
-                          dynamic_shapes=({0: batch, 1: seq},) * 3)
-    return path
+    return common.export_onnx(transformers.BertModel.from_pretrained(hf_dir).eval(), path)
 
 
 def write_export(hf_dir: str, root: str) -> str:
@@ -234,12 +212,7 @@ def make_contender(name: str, setup: dict, threads: int):
                              token_type_ids=types).pooler_output.numpy()
 
         return run_torch
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    session = onnxruntime.InferenceSession(setup["onnx"], options,
-                                           providers=["CPUExecutionProvider"])
+    session = common.ort_session(setup["onnx"], threads)
 
     def run_ort(texts):
         ids, mask, types = encode(texts)

@@ -41,7 +41,7 @@ def test_every_benchmark_is_listed():
 # keras-hub is a benchmark peer installed by `scripts/install.sh --bench` only; without it
 # these scripts are run on the other contenders.
 WITHOUT_KERAS_HUB = {
-    "encoder_forward.py": "ours,ours_xla,ours_bf16,hf,gemm",
+    "encoder_forward.py": "ours,ours_xla,ours_bf16,hf,ort,gemm",
     "pretrain_step.py": "ours,ours_bf16,hf",
 }
 
@@ -51,7 +51,7 @@ def test_quick_mode_runs_and_compares(script):
     if script in ("encoder_forward.py", "pretrain_step.py", "serving_latency.py",
                   "serving_profile.py"):
         require("transformers")
-    if script in ("serving_latency.py", "serving_profile.py"):
+    if script in ("serving_latency.py", "serving_profile.py", "encoder_forward.py"):
         require("onnxruntime")
         require("onnxscript")
     if script == "tokenizer_speed.py":

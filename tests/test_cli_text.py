@@ -67,10 +67,10 @@ def test_create_pretraining_data(capsys, tmp_path, vocab):
 def test_finetune_choices_are_the_libraries():
     from keras_bert.cli import finetune
     from keras_bert.tasks.registry import FINETUNE_TASKS
-    from keras_bert.training.precision import PRECISIONS
+    from keras_bert.training.precision import PRECISION_CHOICES
 
     assert finetune.FINETUNE_TASK_NAMES == FINETUNE_TASKS
-    assert finetune.PRECISION_NAMES == PRECISIONS
+    assert finetune.PRECISION_NAMES == PRECISION_CHOICES
 
 
 def test_rules_choices_are_the_libraries():

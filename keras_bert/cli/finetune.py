@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from keras_bert.cli.options import add_checkpoint_arguments, add_rules_argument
 
 FINETUNE_TASK_NAMES = ("classify", "regress", "tag", "squad")
-PRECISION_NAMES = ("float32", "mixed_float16", "mixed_bfloat16")
+PRECISION_NAMES = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
+PRECISION_HELP = ("Keras dtype policy; auto (default): mixed_bfloat16 on TPUs, GPUs of compute "
+                  "capability 8.0+ and CPUs with AMX, mixed_float16 on older GPUs, float32 on "
+                  "other CPUs")
 
 
 def register(subparsers) -> None:
@@ -44,7 +48,8 @@ def register(subparsers) -> None:
     p.add_argument("--doc-stride", type=int,
                    help="squad, tag: how far windows over long texts advance "
                         "(default min(128, seq/2))")
-    p.add_argument("--precision", default="float32", choices=PRECISION_NAMES)
+    p.add_argument("--precision", default="auto", choices=PRECISION_NAMES,
+                   help=PRECISION_HELP)
     add_checkpoint_arguments(p)
     add_rules_argument(p)
     p.add_argument("--seed", type=int, default=12345)
@@ -55,6 +60,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     """Runs the job and prints the metrics."""
     from keras_bert.training.finetune_job import FinetuneJob, run_finetuning
+    from keras_bert.training.precision import precision_line
 
     job = FinetuneJob(
         task=args.task, model=args.model, train=args.train, eval=args.eval, out=args.out,
@@ -67,6 +73,7 @@ def run(args) -> int:
         checkpoint_steps=args.checkpoint_steps, checkpoint_minutes=args.checkpoint_minutes,
         rules=args.rules,
         verbose=0 if args.quiet else 1)
+    print(precision_line(args.precision, job.precision), file=sys.stderr)
     metrics = run_finetuning(job)
     print(json.dumps(metrics, indent=2))
     print(f"model directory: {args.out}/model   curves: {args.out}/curves.png")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 
-from keras_bert.cli.finetune import PRECISION_NAMES  # one list of choices
+from keras_bert.cli.finetune import PRECISION_HELP, PRECISION_NAMES  # one list of choices
 from keras_bert.cli.options import add_rules_argument
 
 
@@ -49,8 +50,8 @@ def register(subparsers) -> None:
     p.add_argument("--nsp-loss-weight", type=float, default=1.0,
                    help="loss = MLM + this * NSP (the original: 1; on the embedded corpus "
                         "a weight of 10 kept BERT-Tiny's NSP at the label prior)")
-    p.add_argument("--precision", default="float32",
-                   choices=PRECISION_NAMES)
+    p.add_argument("--precision", default="auto", choices=PRECISION_NAMES,
+                   help=PRECISION_HELP + "; --strategy tpu: mixed_bfloat16")
     p.add_argument("--strategy", default="auto",
                    choices=("auto", "default", "mirrored", "multi_worker", "tpu"))
     p.add_argument("--jit-compile", action="store_true", help="XLA (measured slower on CPU)")
@@ -60,6 +61,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Runs the job and prints the final metrics."""
+    from keras_bert.training.precision import precision_line
     from keras_bert.training.pretrain_job import PretrainJob, run_pretraining
 
     job = PretrainJob(
@@ -72,6 +74,7 @@ def run(args) -> int:
         warmup_steps=args.warmup_steps, nsp_loss_weight=args.nsp_loss_weight,
         precision=args.precision, strategy=args.strategy,
         jit_compile=args.jit_compile, seed=args.seed)
+    print(precision_line(args.precision, job.precision, args.strategy), file=sys.stderr)
     metrics = run_pretraining(job)
     print(json.dumps(metrics, indent=2))
     print(f"model directory: {args.out}/model   curves: {args.out}/curves.png")

@@ -39,7 +39,7 @@ from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.training.checkpointing import ResumableCheckpoint
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
-from keras_bert.training.precision import check_precision
+from keras_bert.training.precision import resolve_precision
 from keras_bert.training.resume import HistoryFile, fit_from_step, job_arguments, load_history
 
 TASKS = FINETUNE_TASKS
@@ -69,7 +69,7 @@ class FinetuneJob:
     pooling: str = "pooled"  # classify/regress: pooled, cls or mean
     max_query_length: int | None = None  # squad; None: min(64, seq_length // 2)
     doc_stride: int | None = None  # squad, tag windows; None: min(128, seq_length // 2)
-    precision: str = "float32"
+    precision: str = "auto"  # auto: for the hardware (training/precision.py)
     validate_each_epoch: bool = True  # eval loss (and accuracy) after every epoch
     checkpoint_steps: int | None = None  # save every N steps (besides every epoch end)
     checkpoint_minutes: float = 10.0  # save after a step ending this long after the last
@@ -80,7 +80,7 @@ class FinetuneJob:
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
-        check_precision(self.precision)
+        self.precision = resolve_precision(self.precision)
         if self.epochs < 1 or self.batch_size < 1 or self.seq_length < 3:
             raise ValueError("epochs and batch_size must be positive and seq_length at least 3")
         if not 0.0 <= self.warmup_fraction < 1.0:

@@ -1,10 +1,80 @@
-"""The Keras dtype policies a training job may run under."""
+"""The Keras dtype policies a training job may run under, and `auto`: the one for the hardware.
+
+`auto` (the CLI default) picks, in this order:
+
+* a TPU (a TPU system initialised in this process): `mixed_bfloat16`;
+* a GPU of compute capability 8.0 or more (Ampere and later): `mixed_bfloat16`; an older GPU:
+  `mixed_float16` (Keras adds loss scaling);
+* a CPU with AMX (`amx_bf16` in `/proc/cpuinfo`): `mixed_bfloat16`;
+* any other CPU: `float32`. Without AMX, a `mixed_bfloat16` encoder forward ran at 0.68x of
+  fp32 on an Intel Xeon with avx512_bf16 and 0.77x on an AMD EPYC Zen 3 (AVX2); on a Zen 4
+  EPYC (avx512_bf16) it was faster (bench/RESULTS.md): name it there, `auto` keeps fp32.
+"""
+
+from __future__ import annotations
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+AUTO = "auto"
+PRECISION_CHOICES = (AUTO, *PRECISIONS)
 
 
 def check_precision(name: str) -> str:
     """`name` if it is one of `PRECISIONS`, else a `ValueError` naming the choices."""
     if name not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {name!r}")
+        raise ValueError(f"precision must be one of {PRECISION_CHOICES}, got {name!r}")
     return name
+
+
+def cpu_flags(path: str = "/proc/cpuinfo") -> set[str]:
+    """The CPU's feature flags (Linux), or an empty set where they cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def hardware_precision(tpus: int, gpu_capabilities: list[tuple[int, int]],
+                       flags: set[str]) -> tuple[str, str]:
+    """`(precision, reason)` for the devices described (the rule in the module docstring)."""
+    if tpus:
+        return "mixed_bfloat16", f"{tpus} TPU core(s)"
+    if gpu_capabilities:
+        capability = min(gpu_capabilities)
+        shown = f"GPU compute capability {capability[0]}.{capability[1]}"
+        if capability >= (8, 0):
+            return "mixed_bfloat16", shown
+        return "mixed_float16", shown + " (< 8.0: no fast bfloat16)"
+    if "amx_bf16" in flags:
+        return "mixed_bfloat16", "CPU with AMX"
+    return "float32", "CPU without AMX"
+
+
+def detect_precision() -> tuple[str, str]:
+    """`hardware_precision` of the devices TensorFlow sees in this process."""
+    import tensorflow as tf
+
+    capabilities = []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        capability = tf.config.experimental.get_device_details(gpu).get("compute_capability")
+        capabilities.append(tuple(capability) if capability else (0, 0))
+    return hardware_precision(len(tf.config.list_logical_devices("TPU")), capabilities,
+                              cpu_flags())
+
+
+def resolve_precision(name: str) -> str:
+    """`name`, or for `auto` the precision for this machine's hardware."""
+    if name == AUTO:
+        return detect_precision()[0]
+    return check_precision(name)
+
+
+def precision_line(asked: str, resolved: str, strategy: str | None = None) -> str:
+    """What a job reports: `precision: <resolved>`, and for `auto` the hardware that chose it."""
+    if asked != AUTO:
+        return f"precision: {resolved}"
+    reason = "TPU strategy" if strategy == "tpu" else detect_precision()[1]
+    return f"precision: {resolved} (auto: {reason})"

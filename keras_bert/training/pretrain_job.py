@@ -30,7 +30,7 @@ from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.training.checkpointing import ResumableCheckpoint
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
-from keras_bert.training.precision import check_precision
+from keras_bert.training.precision import AUTO, resolve_precision
 from keras_bert.training.resume import HistoryFile, fit_from_step, job_arguments, load_history
 from keras_bert.training.strategy import get_strategy
 
@@ -61,7 +61,7 @@ class PretrainJob:
     warmup_steps: int | None = None
     weight_decay: float = 0.01
     nsp_loss_weight: float = 1.0  # the original BERT sums the two losses
-    precision: str = "float32"
+    precision: str = "auto"  # auto: for the hardware (training/precision.py)
     strategy: str = "auto"
     jit_compile: bool = False
     eval_fraction: float = 0.15  # of the corpus documents (per file), held out
@@ -71,7 +71,9 @@ class PretrainJob:
     callbacks: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
-        check_precision(self.precision)
+        if self.precision == AUTO and self.strategy == "tpu":
+            self.precision = "mixed_bfloat16"  # the TPU system is not initialised yet
+        self.precision = resolve_precision(self.precision)
         if self.steps < 1 or self.steps_per_epoch < 1 or self.batch_size < 1:
             raise ValueError("steps, steps_per_epoch and batch_size must be positive")
         if self.steps % self.steps_per_epoch:
