@@ -19,6 +19,10 @@ training steps, round-robin (A, B, C, A, B, C, ...) after warm-up windows:
                clipping at 1.0; MLM labels -100 except at the masked positions. As HF does by
                default, its MLM head (transform + 30522-way decoder) runs over **every** token
                of the batch, not just the masked ones;
+* `hf_masked`  the same model and optimizer, its MLM head applied to the masked positions only
+               (`bert` -> gather the masked rows -> `cls.predictions`; `cls.seq_relationship`
+               on the pooled output; the two cross-entropies summed), as ours computes it: the
+               best ordinary configuration of the PyTorch peer;
 * `keras_hub`  `keras_hub.models.BertMaskedLM` (no preprocessor; inputs `token_ids`,
                `segment_ids`, `padding_mask`, `mask_positions`; MLM head on the masked
                positions only, **no NSP head**) with `keras.optimizers.AdamW(lr,
@@ -50,7 +54,7 @@ CONFIGS = {
     "minilm-l6": (6, 384, 12, 1536, 30522),
     "tiny": (2, 64, 4, 256, 1000),  # --quick
 }
-ALL_CONTENDERS = ("ours", "ours_bf16", "hf", "keras_hub")
+ALL_CONTENDERS = ("ours", "ours_bf16", "hf", "hf_masked", "keras_hub")
 LEARNING_RATE = 1e-4
 
 
@@ -102,7 +106,6 @@ def make_batch(args, vocab):
 def build_contenders(args, log):
     """The zero-argument callables (one window of training steps each) and facts to report."""
     import keras
-    import numpy as np
     import tensorflow as tf
 
     import keras_bert
@@ -150,39 +153,75 @@ def build_contenders(args, log):
             (x, tf.constant(data["masked_lm_ids"]), tf.constant(data["masked_lm_weights"]))
         ).repeat()
         fns["keras_hub"] = keras_fit("keras_hub", kh, kh_ds)
-    if "hf" in want:
-        import torch
-        import transformers
-
-        torch.manual_seed(0)
-        hf_config = transformers.BertConfig(
-            vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
-            num_attention_heads=heads, intermediate_size=intermediate, hidden_act="gelu")
-        hf = transformers.BertForPreTraining(hf_config).train()
-        optimizer = torch.optim.AdamW(hf.parameters(), lr=LEARNING_RATE, weight_decay=0.01)
-        labels = np.full(data["input_word_ids"].shape, -100, "int64")
-        np.put_along_axis(labels, data["masked_lm_positions"].astype("int64"),
-                          data["masked_lm_ids"].astype("int64"), axis=1)
-        hf_inputs = {
-            "input_ids": torch.from_numpy(data["input_word_ids"].astype("int64")),
-            "attention_mask": torch.from_numpy(data["input_mask"].astype("int64")),
-            "token_type_ids": torch.from_numpy(data["input_type_ids"].astype("int64")),
-            "labels": torch.from_numpy(labels),
-            "next_sentence_label": torch.from_numpy(
-                data["next_sentence_labels"].astype("int64"))}
-
-        def hf_window():
-            for _ in range(args.steps):
-                loss = hf(**hf_inputs).loss
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(hf.parameters(), 1.0)
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-            losses["hf"] = float(loss.detach())
-
-        fns["hf"] = hf_window
-        log(f"  hf attention implementation: {getattr(hf.config, '_attn_implementation', '?')}")
+    if want & {"hf", "hf_masked"}:
+        fns.update(hf_contenders(args, data, want, losses, log))
     return fns, losses
+
+
+def hf_contenders(args, data, want, losses, log) -> dict:
+    """`hf` (stock `BertForPreTraining` loss, MLM head on every token) and `hf_masked` (MLM
+    head on the masked positions only), each with its own model and AdamW."""
+    import torch
+    import transformers
+
+    layers, hidden, heads, intermediate, vocab = CONFIGS[args.config]
+    hf_config = transformers.BertConfig(
+        vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+        num_attention_heads=heads, intermediate_size=intermediate, hidden_act="gelu")
+    fns = {}
+    for name in ("hf", "hf_masked"):
+        if name not in want:
+            continue
+        torch.manual_seed(0)
+        hf = transformers.BertForPreTraining(hf_config).train()
+        log(f"  {name} attention implementation: "
+            f"{getattr(hf.config, '_attn_implementation', '?')}")
+        optimizer = torch.optim.AdamW(hf.parameters(), lr=LEARNING_RATE, weight_decay=0.01)
+        fns[name] = hf_window(args, data, hf, optimizer, name, losses)
+    return fns
+
+
+def hf_window(args, data, hf, optimizer, name, losses):
+    """One window of `args.steps` PyTorch training steps of `hf` (see `hf_contenders`)."""
+    import numpy as np
+    import torch
+
+    ids, mask, types = (torch.from_numpy(data[k].astype("int64"))
+                        for k in ("input_word_ids", "input_mask", "input_type_ids"))
+    nsp_labels = torch.from_numpy(data["next_sentence_labels"].astype("int64"))
+    positions = torch.from_numpy(data["masked_lm_positions"].astype("int64"))
+    masked_ids = torch.from_numpy(data["masked_lm_ids"].astype("int64"))
+    labels = np.full(data["input_word_ids"].shape, -100, "int64")
+    np.put_along_axis(labels, data["masked_lm_positions"].astype("int64"),
+                      data["masked_lm_ids"].astype("int64"), axis=1)
+    labels = torch.from_numpy(labels)
+    cross_entropy = torch.nn.CrossEntropyLoss()
+
+    def stock_loss():
+        return hf(input_ids=ids, attention_mask=mask, token_type_ids=types, labels=labels,
+                  next_sentence_label=nsp_labels).loss
+
+    def masked_loss():
+        out = hf.bert(input_ids=ids, attention_mask=mask, token_type_ids=types)
+        rows = torch.gather(out.last_hidden_state, 1,
+                            positions[..., None].expand(-1, -1, out.last_hidden_state.shape[-1]))
+        mlm_logits = hf.cls.predictions(rows)
+        nsp_logits = hf.cls.seq_relationship(out.pooler_output)
+        return (cross_entropy(mlm_logits.reshape(-1, mlm_logits.shape[-1]), masked_ids.reshape(-1))
+                + cross_entropy(nsp_logits, nsp_labels))
+
+    compute_loss = stock_loss if name == "hf" else masked_loss
+
+    def window():
+        for _ in range(args.steps):
+            loss = compute_loss()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(hf.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        losses[name] = float(loss.detach())
+
+    return window
 
 
 def main(argv=None):
@@ -212,8 +251,8 @@ def main(argv=None):
         ["contender", "ms/step median (best)", "steps/s median", "steps/s best",
          "examples/s median", "last loss", "busy cores"], rows))
     summary = []
-    pairs = [("ours", "hf"), ("ours", "keras_hub"), ("ours_bf16", "ours"), ("ours_bf16", "hf"),
-             ("keras_hub", "hf")]
+    pairs = [("ours", "hf"), ("ours", "hf_masked"), ("ours", "keras_hub"), ("ours_bf16", "ours"),
+             ("ours_bf16", "hf"), ("hf_masked", "hf"), ("keras_hub", "hf")]
     for a, b in pairs:
         if a in timings and b in timings:
             ta, tb = timings[a], timings[b]

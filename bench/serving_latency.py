@@ -145,7 +145,7 @@ def texts_of_length(vocab: str, length: int, n: int) -> list[str]:
         while len(tokenizer.encode(" ".join(words[start:end + 1])).ids) <= length:
             end += 1
         text = " ".join(words[start:end])
-        if len(tokenizer.encode(text).ids) >= length - 2:
+        if length - 2 <= len(tokenizer.encode(text).ids) <= length:
             texts.append(text)
         start = end + 7
     return texts

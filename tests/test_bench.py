@@ -25,6 +25,7 @@ BENCHMARKS = {
     "pretraining_pipeline.py": r"examples per epoch: \d+",
     "encoder_forward.py": r"\| tiny \| ours / HF torch \| [\d.]+x \|",
     "pretrain_step.py": r"\| ours / hf \| [\d.]+x \|",
+    "finetune_step.py": r"\| ours / hf \| [\d.]+x \|",
     "preprocessing_cost.py": r"session: preprocessing adds -?[\d.]+% at batch 1",
     "serving_latency.py": r"\| tiny \| 16 \| 1 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|",
     "serving_profile.py": r"\| 16 x 64 x 256 \| \d+ \| [\d.]+ \| \d+ \| [\d.]+ \| [\d.]+ \|",
@@ -42,14 +43,14 @@ def test_every_benchmark_is_listed():
 # these scripts are run on the other contenders.
 WITHOUT_KERAS_HUB = {
     "encoder_forward.py": "ours,ours_xla,ours_bf16,hf,ort,gemm",
-    "pretrain_step.py": "ours,ours_bf16,hf",
+    "pretrain_step.py": "ours,ours_bf16,hf,hf_masked",
 }
 
 
 @pytest.mark.parametrize("script", sorted(BENCHMARKS))
 def test_quick_mode_runs_and_compares(script):
-    if script in ("encoder_forward.py", "pretrain_step.py", "serving_latency.py",
-                  "serving_profile.py"):
+    if script in ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
+                  "serving_latency.py", "serving_profile.py"):
         require("transformers")
     if script in ("serving_latency.py", "serving_profile.py", "encoder_forward.py"):
         require("onnxruntime")
