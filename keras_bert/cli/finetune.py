@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from keras_bert.cli.options import add_checkpoint_arguments, add_rules_argument
 
@@ -60,7 +59,6 @@ def register(subparsers) -> None:
 def run(args) -> int:
     """Runs the job and prints the metrics."""
     from keras_bert.training.finetune_job import FinetuneJob, run_finetuning
-    from keras_bert.training.precision import precision_line
 
     job = FinetuneJob(
         task=args.task, model=args.model, train=args.train, eval=args.eval, out=args.out,
@@ -73,7 +71,6 @@ def run(args) -> int:
         checkpoint_steps=args.checkpoint_steps, checkpoint_minutes=args.checkpoint_minutes,
         rules=args.rules,
         verbose=0 if args.quiet else 1)
-    print(precision_line(args.precision, job.precision), file=sys.stderr)
     metrics = run_finetuning(job)
     print(json.dumps(metrics, indent=2))
     print(f"model directory: {args.out}/model   curves: {args.out}/curves.png")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from keras_bert.cli.finetune import PRECISION_HELP, PRECISION_NAMES  # one list of choices
 from keras_bert.cli.options import add_rules_argument
@@ -61,7 +60,6 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Runs the job and prints the final metrics."""
-    from keras_bert.training.precision import precision_line
     from keras_bert.training.pretrain_job import PretrainJob, run_pretraining
 
     job = PretrainJob(
@@ -74,7 +72,6 @@ def run(args) -> int:
         warmup_steps=args.warmup_steps, nsp_loss_weight=args.nsp_loss_weight,
         precision=args.precision, strategy=args.strategy,
         jit_compile=args.jit_compile, seed=args.seed)
-    print(precision_line(args.precision, job.precision, args.strategy), file=sys.stderr)
     metrics = run_pretraining(job)
     print(json.dumps(metrics, indent=2))
     print(f"model directory: {args.out}/model   curves: {args.out}/curves.png")

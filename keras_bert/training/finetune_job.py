@@ -22,6 +22,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 import time
 
 import keras
@@ -39,11 +40,12 @@ from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.training.checkpointing import ResumableCheckpoint
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
-from keras_bert.training.precision import resolve_precision
+from keras_bert.training.precision import precision_line, resolve_precision
 from keras_bert.training.resume import HistoryFile, fit_from_step, job_arguments, load_history
 
 TASKS = FINETUNE_TASKS
-_NOT_ARGUMENTS = ("out", "verbose", "callbacks", "checkpoint_steps", "checkpoint_minutes")
+_NOT_ARGUMENTS = ("out", "verbose", "callbacks", "checkpoint_steps", "checkpoint_minutes",
+                  "precision_note")
 
 
 @dataclasses.dataclass
@@ -76,11 +78,13 @@ class FinetuneJob:
     seed: int = 12345
     verbose: int = 1
     callbacks: list = dataclasses.field(default_factory=list)
+    precision_note: str = dataclasses.field(default="", init=False, repr=False)
 
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
-        self.precision = resolve_precision(self.precision)
+        asked, self.precision = self.precision, resolve_precision(self.precision)
+        self.precision_note = precision_line(asked, self.precision)
         if self.epochs < 1 or self.batch_size < 1 or self.seq_length < 3:
             raise ValueError("epochs and batch_size must be positive and seq_length at least 3")
         if not 0.0 <= self.warmup_fraction < 1.0:
@@ -153,6 +157,8 @@ def run_finetuning(job: FinetuneJob) -> dict:
         return done
     keras.utils.set_random_seed(job.seed)
     source, preprocessor, data = finetuning_inputs(job)
+    if job.verbose:  # once the inputs are read: a bad input ends with its one error line
+        print(job.precision_note, file=sys.stderr, flush=True)
     task = {**data.spec, "dropout": job.dropout}
     kind = task_kind(job.task)
     model = kind.build_model(source.load_encoder(dtype=job.precision), task, data.labels)

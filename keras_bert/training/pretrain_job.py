@@ -11,6 +11,7 @@ import collections
 import dataclasses
 import json
 import os
+import sys
 import time
 
 import keras
@@ -30,7 +31,7 @@ from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.training.checkpointing import ResumableCheckpoint
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
-from keras_bert.training.precision import AUTO, resolve_precision
+from keras_bert.training.precision import AUTO, precision_line, resolve_precision
 from keras_bert.training.resume import HistoryFile, fit_from_step, job_arguments, load_history
 from keras_bert.training.strategy import get_strategy
 
@@ -69,11 +70,14 @@ class PretrainJob:
     seed: int = 12345
     verbose: int = 1
     callbacks: list = dataclasses.field(default_factory=list)
+    precision_note: str = dataclasses.field(default="", init=False, repr=False)
 
     def __post_init__(self):
-        if self.precision == AUTO and self.strategy == "tpu":
+        asked = self.precision
+        if asked == AUTO and self.strategy == "tpu":
             self.precision = "mixed_bfloat16"  # the TPU system is not initialised yet
         self.precision = resolve_precision(self.precision)
+        self.precision_note = precision_line(asked, self.precision, self.strategy)
         if self.steps < 1 or self.steps_per_epoch < 1 or self.batch_size < 1:
             raise ValueError("steps, steps_per_epoch and batch_size must be positive")
         if self.steps % self.steps_per_epoch:
@@ -83,7 +87,7 @@ class PretrainJob:
             raise ValueError("give a corpus or TFRecords, not both")
 
 
-_NOT_ARGUMENTS = ("out", "verbose", "callbacks")
+_NOT_ARGUMENTS = ("out", "verbose", "callbacks", "precision_note")
 
 
 def _tokenizer(job: PretrainJob) -> BertTokenizer:
@@ -222,6 +226,8 @@ def run_pretraining(job: PretrainJob) -> dict:
     strategy = get_strategy(job.strategy)
     global_batch = job.batch_size
     train, evaluation = _datasets(job, tokenizer, global_batch)
+    if job.verbose:  # once the inputs are read: a bad input ends with its one error line
+        print(job.precision_note, file=sys.stderr, flush=True)
     with strategy.scope():
         pretrainer = _build_pretrainer(job, tokenizer)
         pretrainer.compile(

@@ -20,6 +20,7 @@ import csv
 import io
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -96,9 +97,11 @@ def _iob2_spans(tags):
 def test_finetune_classify_then_predict(model_dir, tmp_path, rng, capsys):
     train, evaluation = _classify_files(tmp_path, rng)
     out = tmp_path / "run"
+    loud = [arg for arg in FAST if arg != "--quiet"]
     code, _, err = _run(["finetune", "--task", "classify", "--model", model_dir, "--train",
-                         train, "--eval", evaluation, "--out", str(out), *FAST], capsys)
+                         train, "--eval", evaluation, "--out", str(out), *loud], capsys)
     assert code == 0, err
+    assert re.search(r"^precision: \S+ \(auto: .+\)$", err, re.M), err  # says its choice
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["task"] == "classify" and metrics["train_examples"] == 96
     assert metrics["eval_examples"] == 32
