@@ -17,7 +17,9 @@ import base64
 import json
 import logging
 import re
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import grpc
@@ -254,6 +256,8 @@ class RestHandler(BaseHTTPRequestHandler):
     server_version = "keras-bert-serve"
     timeout = 60  # idle keep-alive connections are closed after this many seconds
     disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed ACKs
+    linger_seconds = 5.0  # how long a refused, unread body is drained before the close
+    _unread_body = False
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's signature
         """Access log at DEBUG level (the base class writes every request to stderr)."""
@@ -290,6 +294,21 @@ class RestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def finish(self) -> None:
+        """Closes the connection; a refused body still on its way is drained first (a
+        lingering close), so the client reads the refusal rather than a reset connection."""
+        if self._unread_body:
+            try:
+                self.connection.shutdown(socket.SHUT_WR)
+                deadline = time.monotonic() + self.linger_seconds
+                while (left := deadline - time.monotonic()) > 0:
+                    self.connection.settimeout(min(left, 1.0))
+                    if not self.connection.recv(1 << 16):
+                        break
+            except OSError:  # the client is gone or idle: close now
+                pass
+        super().finish()
+
     def _route(self, method: str) -> dict:
         store: ModelStore = self.server.store
         match = ROUTE.match(self.path.split("?", 1)[0])
@@ -317,13 +336,13 @@ class RestHandler(BaseHTTPRequestHandler):
     def _read_body(self) -> bytes:
         length = self.headers.get("Content-Length")
         if length is None or not length.isdigit():
-            self.close_connection = True
+            self.close_connection = self._unread_body = True
             raise invalid("a POST request needs a Content-Length header")
         length = int(length)
         limit = self.server.max_message_bytes
         self._body_read = True
         if length > limit:
-            self.close_connection = True  # the body is not read: drop the connection
+            self.close_connection = self._unread_body = True  # dropped after the answer
             raise invalid(f"the request body is {length} bytes; the limit is {limit} bytes "
                           "(serve --max-message-mb)")
         return self.rfile.read(length)
@@ -331,7 +350,7 @@ class RestHandler(BaseHTTPRequestHandler):
     def _discard_body(self) -> None:
         """Reads and drops the request's body (closing the connection where it can't)."""
         if self.headers.get("Transfer-Encoding"):
-            self.close_connection = True  # chunked bodies are not read: drop the connection
+            self.close_connection = self._unread_body = True  # chunked bodies are not read
         elif self.command == "POST" or self.headers.get("Content-Length"):
             try:
                 self._read_body()
