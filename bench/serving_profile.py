@@ -6,8 +6,9 @@
 2. **The encoder's GEMMs alone**, at the shapes a request of `--length` tokens gives
    (`[tokens, hidden] x [hidden, n]` for every distinct dense layer): TensorFlow's
    MatMul + BiasAdd in a Session graph with the weights in variables (as in the export)
-   against ONNX Runtime's MatMul + Add with the weights as initializers (as in an ONNX
-   export), blocks of runs alternating, medians, GFLOP/s.
+   and with the weights as graph constants (as a frozen graph would have them), against
+   ONNX Runtime's MatMul + Add with the weights as initializers (as in an ONNX export);
+   blocks of runs in rotating order, medians, GFLOP/s.
 
     .venv/bin/python bench/serving_profile.py                   # MiniLM-L6, 32 tokens
     .venv/bin/python bench/serving_profile.py --model base --length 128
@@ -87,7 +88,8 @@ def gemm_shapes(config: dict, tokens: int) -> list[tuple[int, int, int]]:
 
 
 def dense_contenders(m: int, k: int, n: int, threads: int) -> dict:
-    """`{"tf": call, "ort": call}`: one `[m, k] x [k, n]` + bias in each runtime."""
+    """`{"tf": call, "tf_const": call, "ort": call}`: one `[m, k] x [k, n]` + bias in each
+    runtime (TF with the weights in variables, as in the export, and as graph constants)."""
     import numpy as np
     import onnxruntime
     import tensorflow as tf
@@ -102,6 +104,8 @@ def dense_contenders(m: int, k: int, n: int, threads: int) -> dict:
         feed = tf.compat.v1.placeholder(tf.float32, (None, k))
         kernel, bias = tf.Variable(w), tf.Variable(b)
         out = tf.nn.bias_add(tf.matmul(feed, kernel), bias)
+        # the same with the weights frozen into the graph as constants (as in a frozen graph)
+        out_const = tf.nn.bias_add(tf.matmul(feed, tf.constant(w)), tf.constant(b))
         init = tf.compat.v1.global_variables_initializer()
     session = tf.compat.v1.Session(graph=graph, config=tf.compat.v1.ConfigProto(
         intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads))
@@ -118,27 +122,32 @@ def dense_contenders(m: int, k: int, n: int, threads: int) -> dict:
     options.intra_op_num_threads = threads
     ort = onnxruntime.InferenceSession(model.SerializeToString(), options,
                                        providers=["CPUExecutionProvider"])
-    return {"tf": lambda: session.run(out, {feed: x}), "ort": lambda: ort.run(None, {"x": x})}
+    return {"tf": lambda: session.run(out, {feed: x}),
+            "tf_const": lambda: session.run(out_const, {feed: x}),
+            "ort": lambda: ort.run(None, {"x": x})}
 
 
 def time_gemms(shapes, runs: int, threads: int) -> list[list]:
-    """Per shape: TF Session (variables) vs ONNX Runtime (initializers), in alternating
-    blocks of `runs` calls (the first block of each is warm-up); median seconds."""
+    """Per shape: TF Session (variables; constants) vs ONNX Runtime (initializers), in
+    blocks of `runs` calls, the order rotating (the first block of each is warm-up); medians."""
     rows = []
     for m, k, n in shapes:
         calls = dense_contenders(m, k, n, threads)
         seconds = {name: [] for name in calls}
         for block in range(6):
-            for name in (list(calls) if block % 2 == 0 else list(calls)[::-1]):
+            names = list(calls)
+            for name in names[block % len(names):] + names[:block % len(names)]:
                 for _ in range(runs):
                     start = time.perf_counter()
                     calls[name]()
                     if block > 0:
                         seconds[name].append(time.perf_counter() - start)
-        tf_s, ort_s = (statistics.median(seconds[name]) for name in ("tf", "ort"))
+        tf_s, const_s, ort_s = (statistics.median(seconds[name])
+                                for name in ("tf", "tf_const", "ort"))
         flops = 2 * m * k * n
-        rows.append([f"{m} x {k} x {n}", f"{1e6 * tf_s:.0f}", f"{flops / tf_s / 1e9:.1f}",
-                     f"{1e6 * ort_s:.0f}", f"{flops / ort_s / 1e9:.1f}", f"{tf_s / ort_s:.2f}"])
+        rows.append([f"{m} x {k} x {n}", *(f"{1e6 * t:.0f} ({flops / t / 1e9:.0f})"
+                                           for t in (tf_s, const_s, ort_s)),
+                     f"{tf_s / ort_s:.2f}", f"{const_s / ort_s:.2f}"])
     return rows
 
 
@@ -175,8 +184,10 @@ def main(argv=None) -> int:
     shapes = gemm_shapes(config, args.length)
     print(f"\nGEMMs of one layer at {args.length} tokens (median of {5 * args.runs} runs each, "
           f"{args.threads} threads):\n")
-    print(common.markdown_table(["m x k x n", "TF us", "TF GFLOP/s", "ORT us", "ORT GFLOP/s",
-                                 "TF / ORT"], time_gemms(shapes, args.runs, args.threads)))
+    print(common.markdown_table(
+        ["m x k x n", "TF variables us (GFLOP/s)", "TF constants us (GFLOP/s)",
+         "ORT us (GFLOP/s)", "TF variables / ORT", "TF constants / ORT"],
+        time_gemms(shapes, args.runs, args.threads)))
     return 0
 
 
