@@ -129,29 +129,28 @@ class GrpcClient:
 
     def metadata(self, version: int | None = None) -> dict:
         """`GetModelMetadata` as TF Serving's REST API writes it (signature map unpacked)."""
-        from google.protobuf import json_format
         from tensorflow_serving.apis import get_model_metadata_pb2
+
+        from keras_bert.proto_json import message_to_dict
 
         request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=["signature_def"])
         self._spec(request.model_spec, version)
         response = self._call(self._predictions.GetModelMetadata, request)
         signature_map = get_model_metadata_pb2.SignatureDefMap()
         response.metadata["signature_def"].Unpack(signature_map)
-        options = dict(preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
-        return {"model_spec": json_format.MessageToDict(response.model_spec, **options),
-                "metadata": {"signature_def": json_format.MessageToDict(signature_map,
-                                                                        **options)}}
+        return {"model_spec": message_to_dict(response.model_spec),
+                "metadata": {"signature_def": message_to_dict(signature_map)}}
 
     def status(self, version: int | None = None) -> dict:
         """`GetModelStatus` as JSON (`{"model_version_status": [...]}`)."""
-        from google.protobuf import json_format
         from tensorflow_serving.apis import get_model_status_pb2
+
+        from keras_bert.proto_json import message_to_dict
 
         request = get_model_status_pb2.GetModelStatusRequest()
         self._spec(request.model_spec, version)
         response = self._call(self._models.GetModelStatus, request)
-        return json_format.MessageToDict(response, preserving_proto_field_name=True,
-                                         always_print_fields_with_no_presence=True)
+        return message_to_dict(response)
 
     def close(self) -> None:
         """Closes the channel."""

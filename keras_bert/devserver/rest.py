@@ -25,7 +25,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import grpc
 import numpy as np
 import tensorflow as tf
-from google.protobuf import json_format
 
 from keras_bert.devserver.model_store import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -37,6 +36,7 @@ from keras_bert.devserver.model_store import (
     not_found,
     status_response,
 )
+from keras_bert.proto_json import message_to_dict
 
 log = logging.getLogger("keras_bert.devserver")
 
@@ -227,9 +227,7 @@ def encode_predict(outputs: dict[str, np.ndarray], row_format: bool) -> dict:
 
 def status_json(store: ModelStore, name: str, version: int | None) -> dict:
     """`GetModelStatusResponse` as TF Serving writes it in JSON."""
-    return json_format.MessageToDict(status_response(store, name, version),
-                                     preserving_proto_field_name=True,
-                                     always_print_fields_with_no_presence=True)
+    return message_to_dict(status_response(store, name, version))
 
 
 def metadata_json(store: ModelStore, name: str, version: int | None) -> dict:
@@ -242,9 +240,8 @@ def metadata_json(store: ModelStore, name: str, version: int | None) -> dict:
     signature_map = get_model_metadata_pb2.SignatureDefMap()
     for key, value in served.signature_defs.items():
         signature_map.signature_def[key].CopyFrom(value)
-    options = dict(preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
-    return {"model_spec": json_format.MessageToDict(spec, **options),
-            "metadata": {"signature_def": json_format.MessageToDict(signature_map, **options)}}
+    return {"model_spec": message_to_dict(spec),
+            "metadata": {"signature_def": message_to_dict(signature_map)}}
 
 
 # HTTP ----------------------------------------------------------------------------------------

@@ -56,10 +56,12 @@ class BertEmbeddings(keras.layers.Layer):
             # assertion op); without it `ops.slice` would fail with a bare "Expected size".
             import tensorflow as tf
 
-            tf.debugging.assert_less_equal(
+            check = tf.debugging.assert_less_equal(
                 seq_length, self.max_position_embeddings,
                 message=f"Sequence length exceeds max_position_embeddings "
                         f"({self.max_position_embeddings})")
+            with tf.control_dependencies([check]):  # checked before the slice, not racing it
+                seq_length = tf.identity(seq_length)
         positions = ops.slice(self.position_embeddings.embeddings, (0, 0),
                               (seq_length, self.hidden_size))
         x = self.word_embeddings(input_word_ids)
