@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates ./.venv and installs keras_bert with pinned dependencies.
+# Creates ./.venv and installs keras_bert with the exact versions of constraints.txt (the
+# package itself states ranges in setup.cfg).
 #   scripts/install.sh            the package, its tests' tools and the real weights
 #   scripts/install.sh --bench    also the benchmark peers (keras-hub)
 # Reference implementations for parity tests: torch 2.13.0 (CPU), transformers, and Google's
@@ -13,7 +14,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "[install] creating .venv with $PYTHON"
   "$PYTHON" -m venv .venv
 fi
-PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q)
+PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q -c constraints.txt)
 
 echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3) and test tools"
 "${PIP[@]}" -e ".[test]"

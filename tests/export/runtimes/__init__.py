@@ -23,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # runtime name -> (tensorflow, tensorflow-text)
 RUNTIMES = {"tensorflow-2.20.0": ("2.20.0", "2.20.0"),
             "tensorflow-2.12.1": ("2.12.1", "2.12.1")}
+PIP_INSTALL = ["install", "-q", "--disable-pip-version-check"]
 
 
 def cache_dir() -> str:
@@ -35,6 +36,15 @@ def cache_dir() -> str:
 def runtime_python(name: str) -> str:
     """The interpreter of runtime `name`, creating its environment on first use."""
     tf_version, text_version = RUNTIMES[name]
+    return environment_python(
+        name, [*PIP_INSTALL, "-c", os.path.join(HERE, f"{name}.txt"),
+               f"tensorflow=={tf_version}", f"tensorflow-text=={text_version}"],
+        expect_tensorflow=tf_version)
+
+
+def environment_python(name: str, *pip_commands: list[str], expect_tensorflow: str) -> str:
+    """The interpreter of the environment `name` under `cache_dir()`, made on first use by
+    running `pip` with each argument list of `pip_commands`; it must hold `expect_tensorflow`."""
     folder = os.path.join(cache_dir(), name)
     python = os.path.join(folder, "bin", "python")
     done = os.path.join(folder, ".complete")
@@ -45,15 +55,13 @@ def runtime_python(name: str) -> str:
             shutil.rmtree(folder, ignore_errors=True)
             base = getattr(sys, "_base_executable", sys.executable)
             subprocess.run([base, "-m", "venv", folder], check=True)
-            subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                            "-c", os.path.join(HERE, f"{name}.txt"),
-                            f"tensorflow=={tf_version}", f"tensorflow-text=={text_version}"],
-                           check=True, timeout=1800)
+            for arguments in pip_commands:
+                subprocess.run([python, "-m", "pip", *arguments], check=True, timeout=1800)
             found = subprocess.run(
                 [python, "-c", "import tensorflow as tf; print(tf.__version__)"],
                 check=True, capture_output=True, text=True,
                 env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")).stdout.split()[-1]
-            if found != tf_version:
-                raise RuntimeError(f"{folder} has tensorflow {found}, not {tf_version}")
+            if found != expect_tensorflow:
+                raise RuntimeError(f"{folder} has tensorflow {found}, not {expect_tensorflow}")
             open(done, "w").close()
     return python

@@ -1,0 +1,65 @@
+"""Importing keras_bert.text refuses a tensorflow-text of another TensorFlow minor version,
+naming both versions and the command that fixes it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from keras_bert.text.dependency_check import check_tf_text_matches, minor_version
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_minor_versions():
+    assert minor_version("2.21.0") == (2, 21)
+    assert minor_version("2.16.0rc1") == (2, 16)
+    assert minor_version("2.20.0.dev20250101") == (2, 20)
+    with pytest.raises(ValueError, match="not a version"):
+        minor_version("latest")
+
+
+@pytest.mark.parametrize("tf_version, text_version", [
+    ("2.21.0", "2.21.1"), ("2.16.2", "2.16.1"), ("2.20.0", "2.20.0rc0")])
+def test_matching_pairs_pass(tf_version, text_version):
+    check_tf_text_matches(tf_version, text_version)
+
+
+def test_mismatch_names_both_versions_and_the_fix():
+    with pytest.raises(ImportError) as error:
+        check_tf_text_matches("2.21.0", "2.16.1")
+    message = str(error.value)
+    assert "tensorflow-text 2.16.1 does not match tensorflow 2.21.0" in message
+    assert 'pip install "tensorflow-text==2.21.*"' in message
+    with pytest.raises(ImportError, match="2.21.0"):
+        check_tf_text_matches("2.21.0", "3.21.0")  # the major counts too
+
+
+def test_this_environment_is_a_matching_pair():
+    import tensorflow_text
+
+    check_tf_text_matches()
+    assert minor_version(tensorflow_text.__version__) == minor_version(tf.__version__)
+
+
+def test_import_fails_before_tf_text_loads_when_the_pair_does_not_match():
+    # A fake distribution metadata of another minor version ahead on the path: importing
+    # keras_bert.text must fail with the check's message, not inside TF Text.
+    code = (
+        "import importlib.metadata as m\n"
+        "real = m.version\n"
+        "m.version = lambda name: '2.12.1' if name == 'tensorflow-text' else real(name)\n"
+        "import sys\n"
+        "try:\n"
+        "    import keras_bert.text\n"
+        "except ImportError as e:\n"
+        "    print('REFUSED', e, 'LOADED' if 'tensorflow_text' in sys.modules else 'NOT LOADED')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "REFUSED tensorflow-text 2.12.1 does not match tensorflow" in done.stdout
+    assert "NOT LOADED" in done.stdout
