@@ -5,12 +5,13 @@
       vocab.txt              WordPiece vocabulary
       encoder.weights.h5     the fine-tuned `BertEncoder`
       head.weights.h5        the head's weights (one HDF5 group per head layer)
-      labels.txt             label names, one per line (classify, tag)
+      labels.txt             label names, one per line (classify, multilabel, tag)
 
-`metadata.task` describes the head: `kind` (`classify`, `regress`, `tag`, `squad`,
-`embed`), `seq_length` (the training sequence length), and per kind `num_classes` and
-`labels` (classify/tag), `pooling` (classify, embed), `pair` and the text columns
-(classify/regress), `max_query_length` / `doc_stride` (squad). Everything that reads a
+`metadata.task` describes the head: `kind` (`classify`, `multilabel`, `regress`, `tag`,
+`squad`, `embed`), `seq_length` (the training sequence length), and per kind `num_classes`
+and `labels` (classify/multilabel/tag), `thresholds` (multilabel: one per label),
+`pooling` (classify, multilabel, embed), `pair` and the text columns
+(classify/multilabel/regress), `max_query_length` / `doc_stride` (squad). Everything that reads a
 plain model directory (encode, export, fine-tuning from it again) reads this one too.
 """
 

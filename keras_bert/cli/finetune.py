@@ -6,7 +6,7 @@ import json
 
 from keras_bert.cli.options import add_checkpoint_arguments, add_rules_argument
 
-FINETUNE_TASK_NAMES = ("classify", "regress", "tag", "squad")
+FINETUNE_TASK_NAMES = ("classify", "multilabel", "regress", "tag", "squad")
 PRECISION_NAMES = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 PRECISION_HELP = ("Keras dtype policy; auto (default): mixed_bfloat16 on TPUs, GPUs of compute "
                   "capability 8.0+ and CPUs with AMX, mixed_float16 on older GPUs, float32 on "
@@ -20,7 +20,8 @@ def register(subparsers) -> None:
         description="Fine-tunes a keras_bert model directory (from `convert` or `pretrain`) "
                     "with BERT's recipe (AdamW, 10%% warmup then linear decay). Tasks: "
                     "classify / regress (CSV, TSV or JSONL with a text column, optional "
-                    "text-b column and a label column), tag (CoNLL files: word first column, "
+                    "text-b column and a label column), multilabel (the same files, labels "
+                    "'|'-separated or a JSONL list; per-label thresholds tuned on --eval), tag (CoNLL files: word first column, "
                     "tag last), squad (SQuAD v1.1/v2.0 JSON). Writes OUT/model (a fine-tuned "
                     "model directory for `predict` and `export`), OUT/metrics.json (eval "
                     "metrics), OUT/history.json and OUT/curves.png.")

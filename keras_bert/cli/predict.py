@@ -2,9 +2,10 @@
 
 Inputs by task (the model directory's `task` block says which):
 
-* classify / regress: a CSV, TSV or JSONL file with the text column(s) the model was trained
-  on (a label column, if any, is ignored), or `-`: one text per stdin line (pair tasks:
-  `text<TAB>text_b`). Output `{"label", "probabilities"}` / `{"score"}`.
+* classify / multilabel / regress: a CSV, TSV or JSONL file with the text column(s) the model
+  was trained on (a label column, if any, is ignored), or `-`: one text per stdin line (pair
+  tasks: `text<TAB>text_b`). Output `{"label", "probabilities"}` /
+  `{"labels": [...], "scores": {label: probability}}` / `{"score"}`.
 * tag: a CoNLL file (`.conll`, `.txt`: word in the first column, blank line between
   sentences), a CSV/TSV/JSONL text column, or `-` (one sentence per line); words are split on
   whitespace. Output `{"tokens": [...], "tags": [...]}`, one tag per word.
@@ -56,7 +57,7 @@ def run(args) -> int:
     kind = loaded.task_kind
     if not kind.predictable:
         raise ValueError(f"{args.model_dir}: predict needs a fine-tuned model (classify, "
-                         f"regress, tag or squad), not {loaded.kind!r}; use `keras-bert "
+                         f"multilabel, regress, tag or squad), not {loaded.kind!r}; use `keras-bert "
                          "encode` for embeddings")
     inputs = kind.read_inputs(args.input, loaded.task, args.text_column, args.text_b_column)
     module = loaded.serving_module(max_length=args.seq_length)

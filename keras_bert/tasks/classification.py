@@ -30,9 +30,26 @@ class SentenceTask(Task):
         """The training targets of `examples`."""
         raise NotImplementedError
 
-    def scores(self, gold: np.ndarray, logits: np.ndarray) -> dict:
-        """The task metrics of predicted `logits` against `gold` targets."""
+    def scores(self, gold: np.ndarray, logits: np.ndarray, train, labels) -> dict:
+        """The task metrics of predicted `logits` against `gold` targets (`train`: the
+        training examples, for baselines; `labels`: the `LabelVocab` or None)."""
         raise NotImplementedError
+
+    def label_vocab(self, train, source) -> LabelVocab | None:
+        """The label vocabulary of the training examples (labelled kinds): at least two
+        classes."""
+        if not self.labelled:
+            return None
+        labels = LabelVocab.from_labels(ex.label for ex in train)
+        if len(labels) < 2:
+            raise ValueError(f"{source}: every row has the label {labels.names[0]!r}; a "
+                             "classifier needs examples of at least two classes, this file "
+                             "has one class")
+        return labels
+
+    def untuned_settings(self, labels) -> dict:
+        """Settings of the task block that the evaluation may tune (`tuned_spec`)."""
+        return {}
 
     def build_model(self, encoder, spec: dict, labels=None):
         """A `BertClassifier` (pooling and dropout from `spec`)."""
@@ -44,11 +61,7 @@ class SentenceTask(Task):
         columns = dict(text_column=job.text_column, text_b_column=job.text_b_column,
                        label_column=job.label_column, task=self.reader_kind)
         train = readers.read_examples(job.train, **columns)
-        labels = LabelVocab.from_labels(ex.label for ex in train) if self.labelled else None
-        if labels is not None and len(labels) < 2:
-            raise ValueError(f"{job.train}: every row has the label {labels.names[0]!r}; a "
-                             "classifier needs examples of at least two classes, this file "
-                             "has one class")
+        labels = self.label_vocab(train, job.train)
 
         def dataset(examples, **kwargs):
             return readers.text_dataset(examples, preprocessor, self.targets(examples, labels),
@@ -60,6 +73,7 @@ class SentenceTask(Task):
                 "text_b_column": job.text_b_column, "pooling": job.pooling}
         if labels is not None:
             spec["num_classes"] = len(labels)
+        spec.update(self.untuned_settings(labels))
         if not job.eval:
             return TaskData(train_ds, len(train), None, 0, None, labels, spec)
         evaluation = readers.read_examples(job.eval, labels=labels, **columns)
@@ -68,7 +82,7 @@ class SentenceTask(Task):
 
         def evaluate(model) -> dict:
             logits = np.asarray(model.predict(eval_ds.map(lambda x, y: x), verbose=0))
-            return self.scores(gold, logits)
+            return self.scores(gold, logits, train, labels)
 
         return TaskData(train_ds, len(train), eval_ds, len(evaluation), evaluate, labels, spec)
 
@@ -108,7 +122,7 @@ class ClassifyTask(SentenceTask):
         """int32 class ids."""
         return readers.encode_labels(examples, labels)
 
-    def scores(self, gold, logits) -> dict:
+    def scores(self, gold, logits, train=None, labels=None) -> dict:
         """`accuracy`, and `majority_baseline`: the accuracy of always answering the most
         frequent gold label (what a model that learned nothing about the text scores)."""
         majority = float(np.bincount(gold).max() / len(gold)) if len(gold) else float("nan")
@@ -148,7 +162,7 @@ class RegressTask(SentenceTask):
         """float32 targets."""
         return readers.regression_targets(examples)
 
-    def scores(self, gold, logits) -> dict:
+    def scores(self, gold, logits, train=None, labels=None) -> dict:
         """`pearson`, `spearman`, `mse`."""
         gold = gold.astype(np.float64)
         predicted = np.asarray(logits, np.float64).reshape(-1)

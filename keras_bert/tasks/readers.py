@@ -1,4 +1,5 @@
-"""Sentence (pair) classification and regression data: CSV / TSV / JSONL rows -> examples.
+"""Sentence (pair) classification, multi-label and regression data: CSV / TSV / JSONL rows ->
+examples.
 
 Files:
   * `.csv`: comma-separated with a header row, RFC 4180 quoting (a quoted field may hold
@@ -8,7 +9,9 @@ Files:
   * `.jsonl` (or `.ndjson`): one JSON object per line; blank lines are skipped.
 
 Files are UTF-8 (a leading byte-order mark, as spreadsheet exports write, is skipped).
-Columns are chosen by name (`text`, optional `text_b`, `label`). Every problem is a
+Columns are chosen by name (`text`, optional `text_b`, `label`). A multi-label row's labels
+are `|`-separated in CSV/TSV (an empty field: no label) and a JSON list of strings (or such a
+`|`-separated string) in JSONL. Every problem is a
 `ValueError` that names the file, the line (1-based; for CSV the line where the record
 starts) and what is wrong.
 
@@ -38,6 +41,8 @@ from keras_bert.text.files import open_utf8, read_utf8
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
+MULTILABEL = "multilabel"
+LABEL_SEPARATOR = "|"
 _FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
 
@@ -45,13 +50,13 @@ _FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 class TextExample:
     """One row: `text`, optional `text_b` (pair tasks) and `label`.
 
-    `label` is a `str` (classification), a `float` (regression) or `None` (no label
-    column: data to predict on). `line` is the row's line number in its file.
+    `label` is a `str` (classification), a tuple of `str` (multi-label; empty: no label), a
+    `float` (regression) or `None` (no label column: data to predict on). `line` is the row's line number in its file.
     """
 
     text: str
     text_b: str | None = None
-    label: str | float | None = None
+    label: str | tuple[str, ...] | float | None = None
     line: int = 0
 
 
@@ -74,9 +79,10 @@ def read_examples(path, text_column: str = "text", text_b_column: str | None = N
       path: the file.
       text_column, text_b_column: names of the first and (pair tasks) second text column.
       label_column: name of the label column; `None` for unlabeled data.
-      task: `"classification"` (labels kept as strings) or `"regression"` (labels parsed
-        as floats; a non-numeric or non-finite one is an error).
-      labels: for classification, the allowed labels (e.g. the training `LabelVocab` at
+      task: `"classification"` (labels kept as strings), `"multilabel"` (tuples of label
+        strings; see the module docstring) or `"regression"` (labels parsed as floats; a
+        non-numeric or non-finite one is an error).
+      labels: for classification and multi-label, the allowed labels (e.g. the training `LabelVocab` at
         evaluation time); a row with another label is an error. `None` allows any.
       format: `"csv"`, `"tsv"` or `"jsonl"`; default from the extension.
 
@@ -88,8 +94,8 @@ def read_examples(path, text_column: str = "text", text_b_column: str | None = N
         available ones are listed), a row of the wrong width, invalid JSON, a label not in
         `labels`, or a non-numeric regression target.
     """
-    if task not in (CLASSIFICATION, REGRESSION):
-        raise ValueError(f"task must be {CLASSIFICATION!r} or {REGRESSION!r}, got {task!r}")
+    if task not in _LABEL_PARSERS:
+        raise ValueError(f"task must be one of {tuple(_LABEL_PARSERS)}, got {task!r}")
     if os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, "a directory, not a CSV/TSV/JSONL file", str(path))
     fmt = format or file_format(path)
@@ -104,8 +110,7 @@ def read_examples(path, text_column: str = "text", text_b_column: str | None = N
             raw = row.get(label_column, _MISSING)
             if raw is _MISSING:
                 _missing_column(label_column, row, path, line)
-            label = (_regression_target(raw, path, line) if task == REGRESSION
-                     else _class_label(raw, allowed, path, line))
+            label = _LABEL_PARSERS[task](raw, allowed, path, line)
         examples.append(TextExample(text, text_b, label, line))
     if not examples:
         raise ValueError(f"{path}: the file has no data rows (it is empty or holds only a "
@@ -232,7 +237,35 @@ def _class_label(raw, allowed: set[str] | None, path, line: int) -> str:
     return label
 
 
-def _regression_target(raw, path, line: int) -> float:
+def _label_set(raw, allowed: set[str] | None, path, line: int) -> tuple[str, ...]:
+    """Multi-label labels: a `|`-separated string or a list of strings; none repeated."""
+    if isinstance(raw, str):
+        parts = raw.split(LABEL_SEPARATOR) if raw.strip() else []
+    elif isinstance(raw, list) and all(isinstance(p, str) for p in raw):
+        parts = raw
+    else:
+        raise ValueError(f"{path}: line {line}: multi-label labels must be a "
+                         f"'{LABEL_SEPARATOR}'-separated string or a list of strings, got "
+                         f"{raw!r}.")
+    labels = []
+    for part in parts:
+        label = part.strip()
+        if not label:
+            raise ValueError(f"{path}: line {line}: an empty label in {raw!r} (write no "
+                             "label as an empty field or an empty list).")
+        if LABEL_SEPARATOR in label:
+            raise ValueError(f"{path}: line {line}: label {label!r} contains "
+                             f"'{LABEL_SEPARATOR}', the separator of multi-label labels.")
+        if label in labels:
+            raise ValueError(f"{path}: line {line}: label {label!r} is repeated in {raw!r}.")
+        if allowed is not None and label not in allowed:
+            raise ValueError(f"{path}: line {line}: label {label!r} is not in the label set "
+                             f"{sorted(allowed)}.")
+        labels.append(label)
+    return tuple(labels)
+
+
+def _regression_target(raw, allowed, path, line: int) -> float:
     """A regression target as a finite float."""
     value = None
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
@@ -246,6 +279,22 @@ def _regression_target(raw, path, line: int) -> float:
         raise ValueError(f"{path}: line {line}: the regression target {raw!r} is not a finite "
                          "number.")
     return value
+
+
+_LABEL_PARSERS = {CLASSIFICATION: _class_label, MULTILABEL: _label_set,
+                  REGRESSION: _regression_target}
+
+
+def multi_hot(examples: Sequence[TextExample], label_vocab: LabelVocab) -> np.ndarray:
+    """`float32` `[rows, labels]` 0/1 targets of multi-label examples."""
+    targets = np.zeros((len(examples), len(label_vocab)), np.float32)
+    for row, ex in enumerate(examples):
+        for label in ex.label:
+            if label not in label_vocab:
+                raise ValueError(f"line {ex.line}: label {label!r} is not in the label set "
+                                 f"{label_vocab.names}.")
+            targets[row, label_vocab.id(label)] = 1.0
+    return targets
 
 
 def encode_labels(examples: Sequence[TextExample], label_vocab: LabelVocab) -> np.ndarray:

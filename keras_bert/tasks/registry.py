@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from keras_bert.tasks.classification import ClassifyTask, RegressTask
 from keras_bert.tasks.embedding import EmbedTask
+from keras_bert.tasks.multilabel import MultiLabelTask
 from keras_bert.tasks.question_answering import SpanQATask
 from keras_bert.tasks.tagging import TagTask
 from keras_bert.tasks.task import Task
 
 TASK_KINDS: dict[str, Task] = {task.name: task for task in (
-    ClassifyTask(), RegressTask(), TagTask(), SpanQATask(), EmbedTask())}
+    ClassifyTask(), MultiLabelTask(), RegressTask(), TagTask(), SpanQATask(), EmbedTask())}
 FINETUNE_TASKS = tuple(name for name, task in TASK_KINDS.items() if task.finetunable)
 
 

@@ -45,15 +45,19 @@ class ServingModule:
       outputs_fn: `(model_outputs, packed_inputs) -> dict of named tensors` (the task's
         postprocessing; see `keras_bert.tasks.serving_outputs`).
       pair: whether `serving_default` takes `text_b` too.
+      label_names: the labels of the outputs' label axis, for answers made in process
+        (multi-label scores); None where the outputs name their labels themselves.
     """
 
-    def __init__(self, model, preprocessor, outputs_fn: Callable, pair: bool = False):
+    def __init__(self, model, preprocessor, outputs_fn: Callable, pair: bool = False,
+                 label_names: list[str] | None = None):
         self.model = model
         self.preprocessor = preprocessor
         self.tokenizer = preprocessor.tokenizer
         self.outputs_fn = outputs_fn
         self.seq_length = preprocessor.seq_length
         self.pair = pair
+        self.label_names = None if label_names is None else list(label_names)
 
     def preprocess(self, text, text_b=None) -> dict:
         """Strings -> packed int32 inputs (the preprocessor's, on the host CPU)."""

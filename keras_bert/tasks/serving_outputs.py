@@ -52,3 +52,24 @@ def token_label_outputs(label_names: list[str]):
         return {"logits": logits, "label_ids": label_ids, "labels": tf.gather(names, label_ids),
                 "scores": tf.reduce_max(tf.nn.softmax(logits), axis=-1)}
     return outputs
+
+
+def multilabel_outputs(label_names: list[str], thresholds: list[float]):
+    """Multi-label outputs: `logits` and `scores` (sigmoid probabilities) `[batch, labels]`,
+    and `labels` `[batch, labels]`: the names of the labels whose score reaches the label's
+    threshold, highest score first, padded with "" (a row with no label is all "")."""
+    if len(thresholds) != len(label_names):
+        raise ValueError(f"{len(thresholds)} thresholds for {len(label_names)} labels")
+    names = tf.constant(label_names, tf.string)
+    cuts = tf.constant(thresholds, tf.float32)
+
+    def outputs(model_outputs, inputs):
+        logits = _logits(model_outputs)
+        scores = tf.sigmoid(logits)
+        chosen = scores >= cuts
+        # Chosen labels by descending score, then the others (-1 < any score), in one sort.
+        order = tf.math.top_k(tf.where(chosen, scores, -1.0), k=len(label_names)).indices
+        ranked = tf.gather(names, order)
+        return {"logits": logits, "scores": scores,
+                "labels": tf.where(tf.gather(chosen, order, batch_dims=1), ranked, "")}
+    return outputs

@@ -65,6 +65,11 @@ class Task:
         """Compiles `model` with the task's loss and Keras metrics (no XLA)."""
         raise NotImplementedError
 
+    def tuned_spec(self, spec: dict, evaluation: dict | None) -> dict:
+        """The task block to save once `evaluation` (the task metrics, or None) is known:
+        `spec` itself unless the kind tunes settings on the evaluation set."""
+        return spec
+
     def serving_module(self, model, preprocessor, labels, spec: dict, **options):
         """The functions of the export (a `keras_bert.tasks.serving_module.ServingModule`)."""
         raise NotImplementedError

@@ -5,6 +5,8 @@
 the model's `BertPreprocessor` featurises the data. Tasks:
 
 * `classify`: sentence (pair) classification from CSV/TSV/JSONL; metric: accuracy.
+* `multilabel`: any number of labels per text (pair); per-label thresholds tuned on the
+  eval set; metrics: micro / macro / per-label F1.
 * `regress`: sentence (pair) regression; metrics: Pearson, Spearman, MSE.
 * `tag`: token classification from CoNLL files; metrics: entity precision/recall/F1.
 * `squad`: extractive QA from SQuAD JSON; metrics: exact match and F1.
@@ -52,7 +54,7 @@ _NOT_ARGUMENTS = ("out", "verbose", "callbacks", "checkpoint_steps", "checkpoint
 class FinetuneJob:
     """Everything a fine-tuning run needs (BERT's fine-tuning defaults)."""
 
-    task: str  # classify, regress, tag, squad
+    task: str  # classify, multilabel, regress, tag, squad
     model: str  # a keras_bert model directory (converted or pretrained)
     train: str
     out: str
@@ -68,7 +70,7 @@ class FinetuneJob:
     warmup_fraction: float = 0.1
     weight_decay: float = 0.01
     dropout: float | None = None  # None: the encoder's hidden_dropout
-    pooling: str = "pooled"  # classify/regress: pooled, cls or mean
+    pooling: str = "pooled"  # classify/multilabel/regress: pooled, cls or mean
     max_query_length: int | None = None  # squad; None: min(64, seq_length // 2)
     doc_stride: int | None = None  # squad, tag windows; None: min(128, seq_length // 2)
     precision: str = "auto"  # auto: for the hardware (training/precision.py)
@@ -186,6 +188,7 @@ def run_finetuning(job: FinetuneJob) -> dict:
         if job.verbose:
             print(f"eval {job.task}: " + ", ".join(
                 f"{k}={v:.4f}" for k, v in result["eval"].items() if isinstance(v, float)))
+    task = kind.tuned_spec(task, result.get("eval"))
     save_task_model(model, os.path.join(job.out, "model"), source.vocab_file,
                     source.lower_case, task, data.labels,
                     metadata={"finetuned_from": source.path,

@@ -103,6 +103,40 @@ def test_ner_tagging_rule():
         ("Hope", "I-LOC"), (",", "O"), ("said", "O"), ("Stubb", "B-PER"), (".", "O")]
 
 
+def test_multilabel(tmp_path, minilm):
+    out = run_example("multilabel.py", "--out", str(tmp_path), "--minilm", minilm)
+    assert "training on 400, tuning thresholds on 150, testing on 150" in out
+    micro, macro = map(float, grab(rf"test micro-F1 {FLOAT} macro-F1 {FLOAT}", out))
+    served = _metrics(tmp_path / "served.json")
+    assert (micro, macro) == pytest.approx((served["micro_f1"], served["macro_f1"]), abs=1e-4)
+    blind = served["baselines"]
+    best_blind = max(b["micro_f1"] for b in blind.values())
+    # The quick run: 0.656 against 0.375 for the most frequent set ("whale"), 0 for no label
+    # (AMD EPYC, session 13); trained on label sets shuffled across the training rows it
+    # scores 0.455 (every label: 0.310), under the bar.
+    assert micro >= best_blind + 0.15, (micro, blind)
+    assert blind["all_negative"]["micro_f1"] == 0.0
+    # the tuned thresholds are saved with the model and the export applied them
+    metrics = _metrics(tmp_path / "run" / "metrics.json")["eval"]
+    task = _metrics(tmp_path / "run" / "model" / "keras_bert.json")["metadata"]["task"]
+    assert task["kind"] == "multilabel"
+    assert task["thresholds"] == pytest.approx(list(metrics["thresholds"].values()))
+    assert task["labels"] == ["government", "money", "sea", "ship", "war", "whale"]
+
+
+def test_multilabel_rule():
+    sys.path.insert(0, EXAMPLES)
+    try:
+        from multilabel import topics_of
+    finally:
+        sys.path.remove(EXAMPLES)
+    assert topics_of("The whale struck the boat, and the sea closed over it.") == [
+        "sea", "ship", "whale"]
+    assert topics_of("Congress must pass a budget.") == ["government", "money"]
+    assert topics_of("Call me Ishmael.") == []
+    assert topics_of("Seamen and shipowners") == []  # whole words only
+
+
 def test_squad(tmp_path, minilm):
     out = run_example("squad.py", "--out", str(tmp_path), "--minilm", minilm)
     assert "320 training questions, 32 held out" in out

@@ -61,6 +61,8 @@ TASKS = {  # export name -> (task block, labels, export options)
     "pair_classify": ({"kind": "classify", "seq_length": 32, "pair": True},
                       ["entail", "neutral", "contradict"], {}),
     "regress": ({"kind": "regress", "seq_length": 32}, None, {}),
+    "multilabel": ({"kind": "multilabel", "seq_length": 32, "thresholds": [0.49, 0.5, 0.51]},
+                   ["insult", "threat", "toxic"], {}),
     "tag": ({"kind": "tag", "seq_length": 24, "num_classes": 3}, ["B-PER", "I-PER", "O"], {}),
     "span_qa": ({"kind": "squad", "seq_length": 48, "max_query_length": 12, "doc_stride": 16,
                  "version_2": True}, None, {}),

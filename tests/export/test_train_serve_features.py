@@ -57,7 +57,7 @@ def _write_jsonl(path, texts, texts_b, labels) -> str:
     return str(path)
 
 
-@pytest.fixture(scope="module", params=["classify-pair", "regress"])
+@pytest.fixture(scope="module", params=["classify-pair", "regress", "multilabel"])
 def finetuned(request, tmp_path_factory):
     """A one-epoch fine-tuned tiny model, its job and its two exports."""
     root = tmp_path_factory.mktemp(request.param)
@@ -65,7 +65,8 @@ def finetuned(request, tmp_path_factory):
     texts = _texts()
     pair = request.param == "classify-pair"
     texts_b = texts[::-1] if pair else None
-    labels = ["yes", "no", "maybe"] if pair else ["0.5", "-1.25", "3"]
+    labels = {"classify-pair": ["yes", "no", "maybe"], "regress": ["0.5", "-1.25", "3"],
+              "multilabel": [["b"], ["a", "c"], []]}[request.param]  # JSON list form
     data = _write_jsonl(root / "data.jsonl", texts, texts_b, labels)
     job = FinetuneJob(task=request.param.split("-")[0], model=base, train=data, eval=data,
                       out=str(root / "out"), text_b_column="text_b" if pair else None,
@@ -119,6 +120,11 @@ def test_predict_answers_what_the_export_answers(finetuned, capsys):
     if job.task == "regress":
         np.testing.assert_allclose([p["score"] for p in predicted],
                                    served["score"].reshape(-1), rtol=1e-5, atol=1e-5)
+    elif job.task == "multilabel":
+        np.testing.assert_allclose([[p["scores"][n] for n in ("a", "b", "c")] for p in predicted],
+                                   served["scores"], rtol=1e-5, atol=1e-6)
+        assert [p["labels"] + [""] * (3 - len(p["labels"])) for p in predicted] == [
+            [s.decode() for s in row] for row in served["labels"]]
     else:
         np.testing.assert_allclose([p["probabilities"] for p in predicted],
                                    served["probabilities"], rtol=1e-5, atol=1e-6)

@@ -11,6 +11,7 @@ from keras_bert.tasks.labels import LABELS_FILENAME, LabelVocab
 from keras_bert.tasks.readers import (
     TextExample,
     classification_dataset,
+    multi_hot,
     read_examples,
     regression_dataset,
     text_dataset,
@@ -71,6 +72,19 @@ def test_jsonl(tmp_path):
     assert unlabeled[1].label is None
 
 
+def test_multilabel_csv_and_jsonl(tmp_path):
+    csv_path = _write(tmp_path, "ml.csv", "text,label\none,b|a\nnone,\nspaced, a | c \n")
+    assert [ex.label for ex in read_examples(csv_path, task="multilabel")] == [
+        ("b", "a"), (), ("a", "c")]
+    jsonl = _write(tmp_path, "ml.jsonl", '{"text": "x", "label": ["c", "a"]}\n'
+                   '{"text": "y", "label": []}\n{"text": "z", "label": "a|b"}\n')
+    examples = read_examples(jsonl, task="multilabel")
+    assert [ex.label for ex in examples] == [("c", "a"), (), ("a", "b")]
+    targets = multi_hot(examples, LabelVocab(["a", "b", "c"]))
+    np.testing.assert_array_equal(targets, [[1, 0, 1], [0, 0, 0], [1, 1, 0]])
+    assert targets.dtype == np.float32
+
+
 @pytest.mark.parametrize("name, text, kwargs, message", [
     ("a.csv", "text,score\nhi,1\n", {}, r"a\.csv: line 2: no column 'label'; the available "
      r"columns are 'text', 'score'"),
@@ -92,6 +106,16 @@ def test_jsonl(tmp_path):
     ("k.jsonl", '{"text": 5, "label": "a"}\n', {}, r"k\.jsonl: line 1: column 'text' must be "
      "text"),
     ("l.txt", "text\n", {}, r"l\.txt: unknown data format"),
+    ("m.csv", "text,label\nx,a||b\n", {"task": "multilabel"},
+     r"m\.csv: line 2: an empty label in 'a\|\|b'"),
+    ("n.csv", "text,label\nx,a|b|a\n", {"task": "multilabel"},
+     r"n\.csv: line 2: label 'a' is repeated"),
+    ("o.jsonl", '{"text": "x", "label": ["a", 3]}\n', {"task": "multilabel"},
+     r"o\.jsonl: line 1: multi-label labels must be a '\|'-separated string or a list"),
+    ("p.jsonl", '{"text": "x", "label": ["a|b"]}\n', {"task": "multilabel"},
+     r"p\.jsonl: line 1: label 'a\|b' contains '\|'"),
+    ("q.csv", "text,label\nx,a|zz\n", {"task": "multilabel", "labels": ["a", "b"]},
+     r"q\.csv: line 2: label 'zz' is not in the label set \['a', 'b'\]"),
 ])
 def test_bad_input_names_file_and_line(tmp_path, name, text, kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -1,0 +1,163 @@
+"""Multi-label topics of sentences from Moby-Dick and the State of the Union addresses.
+
+Labelling rule (no multi-label corpus can be downloaded here): a sentence of the embedded
+corpus gets every topic of `TOPICS` one of whose words it contains as a whole word
+(case-insensitive; the lists hold the plural and inflected forms meant), so a sentence
+may have zero, one or several topics. Sentences with 5 to 60 words are kept: all those with
+a topic and one in sixteen of the others (so the most frequent label set
+is a topic, not the empty set). A seeded shuffle splits them 70 / 15 / 15 into
+training, evaluation (where the per-label thresholds are tuned) and test (reported only).
+
+Model: the real all-MiniLM-L6-v2 weights with a sigmoid head (`keras-bert finetune --task
+multilabel`: binary cross-entropy, AdamW, warmup, linear decay). The test set is answered
+by the export, loaded the way TF Serving loads it (a Session over the SavedModel,
+raw strings in, label names out), and scored against the rule's labels, beside three
+text-blind baselines: no label for any sentence, every label for every sentence, and the
+training set's most frequent label set for every sentence.
+
+    python examples/multilabel.py            # all ~2,100 training sentences, 2 epochs, seq 64
+    python examples/multilabel.py --quick    # 400 sentences, 4 epochs, seq 48 (tests)
+
+Figures (AMD EPYC, 2 shared cores): the full run (2,123 training sentences, 5.0 min) scores
+test micro-F1 0.852 (macro 0.751) on 454 held-out sentences through the export, against
+0.371 for the most frequent set (`whale`), 0.308 for every label and 0 for no label;
+`--quick` scores 0.656 against 0.375 (with the training label sets shuffled: 0.455).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+
+import numpy as np
+from _shared import DEFAULT_MINILM, corpus_sentences, minilm_model_dir
+
+TOPICS = {
+    "sea": ("sea", "seas", "ocean", "oceans", "wave", "waves", "water", "waters", "tide",
+            "shore", "coast"),
+    "ship": ("ship", "ships", "boat", "boats", "deck", "mast", "masts", "sail", "sails",
+             "crew", "vessel", "vessels"),
+    "whale": ("whale", "whales", "whaling", "whaleman", "whalemen", "leviathan", "sperm"),
+    "government": ("congress", "government", "constitution", "law", "laws", "legislation",
+                   "senate", "president"),
+    "money": ("money", "dollars", "tax", "taxes", "budget", "revenue", "debt", "economy",
+              "treasury"),
+    "war": ("war", "wars", "army", "armies", "military", "troops", "enemy", "enemies",
+            "soldiers", "battle"),
+}
+WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+
+
+def topics_of(sentence: str) -> list[str]:
+    """The topics of `sentence` by the rule (sorted)."""
+    words = set(WORD.findall(sentence.lower()))
+    return sorted(topic for topic, lexicon in TOPICS.items() if words & set(lexicon))
+
+
+def labelled_sentences(seed: int = 2018) -> list[tuple[str, list[str]]]:
+    """`(sentence, topics)` kept by the rule, both corpora, in a seeded shuffled order."""
+    kept = []
+    for name in ("moby_dick", "sotu"):
+        for n, sentence in enumerate(corpus_sentences(name)):
+            topics = topics_of(sentence)
+            if 5 <= len(sentence.split()) <= 60 and (topics or n % 16 == 0):
+                kept.append((sentence, topics))
+    order = np.random.default_rng(seed).permutation(len(kept))
+    return [kept[i] for i in order]
+
+
+def write_csv(rows, path: str) -> str:
+    """Writes `text,label` rows, labels `|`-separated (empty: none)."""
+    import csv
+
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows((text, "|".join(topics)) for text, topics in rows)
+    return path
+
+
+def score_served(export_dir: str, rows, labels: list[str], train_rows) -> dict:
+    """Micro F1 of the export's `labels` answers on `rows` (TF Serving's Session loader),
+    and of the text-blind baselines."""
+    from keras_bert.export.session_bundle import SessionBundle
+    from keras_bert.tasks.multilabel_metrics import multilabel_baselines, multilabel_f1
+
+    gold = np.array([[name in topics for name in labels] for _, topics in rows])
+    predicted = np.zeros_like(gold)
+    with SessionBundle(export_dir) as bundle:
+        for begin in range(0, len(rows), 64):
+            batch = rows[begin:begin + 64]
+            out = bundle.run("serving_default",
+                             {"text": np.array([t for t, _ in batch], dtype=object)})
+            for i, answer in enumerate(out["labels"]):
+                for name in answer:
+                    if name:
+                        predicted[begin + i, labels.index(name.decode("utf-8"))] = True
+    scores = multilabel_f1(gold, predicted, labels)
+    baselines = multilabel_baselines(gold, [topics for _, topics in train_rows], labels)
+    return {"test_sentences": len(rows), "micro_f1": scores["micro_f1"],
+            "macro_f1": scores["macro_f1"], "subset_accuracy": scores["subset_accuracy"],
+            "per_label_f1": {k: v["f1"] for k, v in scores["per_label"].items()},
+            "baselines": baselines}
+
+
+def main(argv=None) -> dict:
+    """Runs the example; returns the served test scores (also written to OUT/served.json)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="artifacts/multilabel")
+    parser.add_argument("--minilm", default=DEFAULT_MINILM, help="converted MiniLM (reused)")
+    parser.add_argument("--quick", action="store_true",
+                        help="400 training sentences, 4 epochs, seq 48, lr 2e-4 (tests)")
+    parser.add_argument("--train-size", type=int, default=3000)
+    parser.add_argument("--eval-size", type=int, default=600)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--learning-rate", type=float, default=1e-4)
+    parser.add_argument("--seq-length", type=int, default=64)
+    parser.add_argument("--verbose", type=int, default=2)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.train_size, args.eval_size, args.epochs, args.seq_length = 400, 150, 4, 48
+        args.learning_rate = 2e-4
+
+    from keras_bert.export.exporter import export_model
+    from keras_bert.training.finetune_job import FinetuneJob, run_finetuning
+
+    rows = labelled_sentences()
+    n_held = int(len(rows) * 0.15)
+    test_rows = rows[:n_held][:args.eval_size]
+    eval_rows = rows[n_held:2 * n_held][:args.eval_size]
+    train_rows = rows[2 * n_held:][:args.train_size]
+    os.makedirs(args.out, exist_ok=True)
+    train = write_csv(train_rows, os.path.join(args.out, "train.csv"))
+    evaluation = write_csv(eval_rows, os.path.join(args.out, "eval.csv"))
+    write_csv(test_rows, os.path.join(args.out, "test.csv"))
+    print(f"{len(rows)} sentences kept; training on {len(train_rows)}, tuning thresholds on "
+          f"{len(eval_rows)}, testing on {len(test_rows)}")
+    model_dir = minilm_model_dir(args.minilm)
+    job = FinetuneJob(task="multilabel", model=model_dir.path, train=train, eval=evaluation,
+                      out=os.path.join(args.out, "run"), seq_length=args.seq_length,
+                      epochs=args.epochs, batch_size=16, learning_rate=args.learning_rate,
+                      validate_each_epoch=False, verbose=args.verbose)
+    result = run_finetuning(job)
+    labels = list(result["eval"]["per_label"])  # label order
+    print("thresholds tuned on the evaluation set:", json.dumps(result["eval"]["thresholds"]))
+
+    exported = export_model(os.path.join(job.out, "model"), os.path.join(args.out, "export"))
+    served = score_served(exported.path, test_rows, labels, train_rows)
+    blind = served["baselines"]
+    print(f"test micro-F1 {served['micro_f1']:.4f} macro-F1 {served['macro_f1']:.4f} "
+          f"(answered by the export in TF Serving's loader); text-blind baselines: no label "
+          f"{blind['all_negative']['micro_f1']:.4f}, every label "
+          f"{blind['all_labels']['micro_f1']:.4f}, most frequent set "
+          f"{'|'.join(blind['most_frequent_set']['labels'])} "
+          f"{blind['most_frequent_set']['micro_f1']:.4f}")
+    with open(os.path.join(args.out, "served.json"), "w", encoding="utf-8") as f:
+        json.dump(served, f, indent=2)
+    return served
+
+
+if __name__ == "__main__":
+    main()
