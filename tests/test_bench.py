@@ -40,8 +40,8 @@ def test_every_benchmark_is_listed():
     assert scripts == set(BENCHMARKS)
 
 
-# keras-hub is a benchmark peer installed by `scripts/install.sh --bench` only; without it
-# these scripts are run on the other contenders.
+# keras-hub is a benchmark peer (`scripts/install.sh` installs it); in an environment without
+# it these scripts are run on the other contenders.
 WITHOUT_KERAS_HUB = {
     "encoder_forward.py": "ours,ours_xla,ours_bf16,hf,ort,gemm",
     "pretrain_step.py": "ours,ours_bf16,hf,hf_masked",

@@ -1,20 +1,21 @@
-"""Converts BERT checkpoint directories: Google TF1, Hugging Face or keras_bert in; a keras_bert
-model directory, Google's layout or Hugging Face's out."""
+"""Converts BERT checkpoint directories: Google TF1, Hugging Face, keras-hub presets or keras_bert
+in; a keras_bert model directory, Google's layout, Hugging Face's or a keras-hub preset out."""
 
 from __future__ import annotations
 
 import json
 import os
 
-from keras_bert.checkpoints import google, huggingface
+from keras_bert.checkpoints import google, huggingface, keras_hub
 from keras_bert.checkpoints.model_dir import MANIFEST, ModelDir, save_model_dir
 
 # The file that marks a directory as holding a checkpoint of that layout.
-CHECKPOINT_MARKERS = {"google": "bert_config.json", "huggingface": "config.json"}
+CHECKPOINT_MARKERS = {"google": "bert_config.json", "huggingface": "config.json",
+                      "keras_hub": keras_hub.METADATA_FILE}
 
 
 def detect_format(path: str) -> str:
-    """`google`, `huggingface` or `keras_bert`, from the files in directory `path`."""
+    """`google`, `huggingface`, `keras_hub` or `keras_bert`, from the files in `path`."""
     if not os.path.isdir(path):
         raise FileNotFoundError(f"Not a directory: {path}")
     files = set(os.listdir(path))
@@ -22,11 +23,14 @@ def detect_format(path: str) -> str:
         return "keras_bert"
     if "bert_config.json" in files:
         return "google"
+    if keras_hub.is_keras_hub_preset(path):  # also has a config.json: before Hugging Face
+        return "keras_hub"
     if "config.json" in files and files & set(huggingface.WEIGHT_FILES):
         return "huggingface"
     raise ValueError(f"{path} holds neither a Google BERT checkpoint (bert_config.json + "
-                     f"bert_model.ckpt.*) nor Hugging Face weights (config.json + one of "
-                     f"{huggingface.WEIGHT_FILES})")
+                     f"bert_model.ckpt.*), Hugging Face weights (config.json + one of "
+                     f"{huggingface.WEIGHT_FILES}) nor a keras-hub preset (config.json + "
+                     f"{keras_hub.WEIGHTS_FILE} + {keras_hub.METADATA_FILE})")
 
 
 def infer_lower_case(path: str, vocab_file: str) -> bool:
@@ -48,7 +52,10 @@ def infer_lower_case(path: str, vocab_file: str) -> bool:
 
 def checkpoint_vocab(src: str) -> tuple[str, bool]:
     """`(vocab file, lower_case)` of checkpoint directory `src` (any supported format)."""
-    if detect_format(src) == "keras_bert":
+    fmt = detect_format(src)
+    if fmt == "keras_hub":
+        return keras_hub.read_preset_tokenizer(src)
+    if fmt == "keras_bert":
         from keras_bert.checkpoints.model_dir import load_model_dir
 
         source = load_model_dir(src)
@@ -61,13 +68,14 @@ def checkpoint_vocab(src: str) -> tuple[str, bool]:
 
 def checkpoint_rules(src: str) -> str:
     """The tokenizer rules of checkpoint directory `src`: a keras_bert directory's own,
-    `google` for Google's release layout, `huggingface` for a Hugging Face one."""
+    `google` for Google's release layout, `huggingface` for a Hugging Face one and for a
+    keras-hub preset (see `keras_hub.RULES`)."""
     fmt = detect_format(src)
     if fmt == "keras_bert":
         from keras_bert.checkpoints.model_dir import load_model_dir
 
         return load_model_dir(src).rules
-    return fmt
+    return keras_hub.RULES if fmt == "keras_hub" else fmt
 
 
 def read_checkpoint(src: str, lower_case: bool | None = None):
@@ -83,24 +91,47 @@ def read_checkpoint(src: str, lower_case: bool | None = None):
         from keras_bert.checkpoints.model_dir import load_model_dir
 
         return load_model_dir(src).load_encoder(), vocab_file, lower_case, fmt
-    load = google.load_google_dir if fmt == "google" else huggingface.load_hf_dir
+    load = {"google": google.load_google_dir, "huggingface": huggingface.load_hf_dir,
+            "keras_hub": keras_hub.load_keras_hub_preset}[fmt]
     return load(src), vocab_file, lower_case, fmt
 
 
 def convert(src: str, dest: str, lower_case: bool | None = None,
-            rules: str | None = None) -> ModelDir:
+            rules: str | None = None, encoder_only: bool = False,
+            pair: bool = False) -> ModelDir:
     """Reads the checkpoint directory `src` (any supported format) and writes `dest` as a
     keras_bert model directory. Its tokenizer rules are `rules`, else those of the source
-    (`checkpoint_rules`)."""
+    (`checkpoint_rules`). A Hugging Face `BertFor*` model keeps its head (a task model
+    directory, or pretraining heads; `pair`: its sequence classifier reads text pairs)
+    unless `encoder_only`: see `keras_bert.checkpoints.hf_task_heads`. A Google release
+    keeps its `cls/` pretraining heads the same way."""
+    if detect_format(src) == "huggingface":
+        from keras_bert.checkpoints.hf_task_heads import convert_hf
+
+        vocab_file, found_lower_case = checkpoint_vocab(src)
+        return convert_hf(src, dest, vocab_file,
+                          found_lower_case if lower_case is None else lower_case,
+                          rules or checkpoint_rules(src), encoder_only=encoder_only, pair=pair)
+    if detect_format(src) == "google" and not encoder_only:
+        from keras_bert.checkpoints import heads
+
+        if heads.google_has_heads(src):
+            vocab_file, found_lower_case = checkpoint_vocab(src)
+            return heads.convert_google_with_heads(
+                src, dest, vocab_file, found_lower_case if lower_case is None else lower_case,
+                rules or checkpoint_rules(src))
     encoder, vocab_file, lower_case, fmt = read_checkpoint(src, lower_case)
     return save_model_dir(encoder, dest, vocab_file, lower_case,
                           metadata={"converted_from": os.path.abspath(src), "format": fmt},
                           rules=rules or checkpoint_rules(src))
 
 
-def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = None) -> str:
-    """Writes the encoder of checkpoint directory `src` to `dest` in Google's (`to="google"`)
-    or Hugging Face's (`to="huggingface"`) layout, with its vocab; returns `dest`.
+def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = None,
+                     encoder_only: bool = False) -> str:
+    """Writes the encoder of checkpoint directory `src` to `dest` in Google's (`to="google"`),
+    Hugging Face's (`to="huggingface"`) or keras-hub's preset (`to="keras_hub"`) layout, with
+    its vocab; returns `dest`. A keras_bert task model directory (or one with pretraining
+    heads) goes to Hugging Face as the matching `BertFor*` model unless `encoder_only`.
 
     `dest` must be empty, missing, or already a directory of that format.
     """
@@ -111,7 +142,15 @@ def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = Non
     if os.path.isdir(dest) and os.listdir(dest) and marker not in os.listdir(dest):
         raise FileExistsError(f"{dest} exists and holds no {marker}; refusing to write a "
                               f"{to} checkpoint into it")
+    if to == "huggingface" and not encoder_only and detect_format(src) == "keras_bert":
+        from keras_bert.checkpoints.hf_task_heads import save_hf_task_dir
+
+        path = save_hf_task_dir(src, dest, lower_case)
+        if path is not None:
+            return path
     encoder, vocab_file, lower_case, _ = read_checkpoint(src, lower_case)
     if to == "google":
         return google.save_google_dir(encoder, dest, vocab_file)
+    if to == "keras_hub":
+        return keras_hub.save_keras_hub_preset(encoder, dest, vocab_file, lower_case)
     return huggingface.save_hf_dir(encoder, dest, vocab_file, lower_case)

@@ -67,12 +67,14 @@ def find_checkpoint_prefix(path: str) -> str:
     raise FileNotFoundError(f"No TF checkpoint (*.index) found at {path}")
 
 
-def read_checkpoint(path: str) -> dict[str, np.ndarray]:
-    """Every variable of a TF checkpoint as NumPy arrays, by name."""
+def read_checkpoint(path: str, names_only: bool = False) -> dict[str, np.ndarray]:
+    """Every variable of a TF checkpoint as NumPy arrays, by name (`names_only`: their
+    shapes instead, nothing read). A damaged one is a `ValueError` naming it."""
     prefix = find_checkpoint_prefix(path)
     try:
         reader = tf.train.load_checkpoint(prefix)
-        return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+        shapes = reader.get_variable_to_shape_map()
+        return shapes if names_only else {name: reader.get_tensor(name) for name in shapes}
     except tf.errors.OpError as e:
         problem = (e.message or str(e)).strip().splitlines()[0]
         raise ValueError(f"{prefix}: not a readable TensorFlow checkpoint ({problem})") from e

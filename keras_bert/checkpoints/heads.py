@@ -235,10 +235,73 @@ def save_hf_pretrainer(pretrainer: BertPretrainer, path: str, vocab_file: str | 
                                     vocab_file, lower_case)
 
 
-__all__ = ["GOOGLE_HEAD_TABLE", "HF_HEAD_TABLE", "LoadReport", "head_variables",
-           "load_google_pretrainer", "load_google_pretrainer_weights", "load_hf_pretrainer",
-           "load_hf_pretrainer_weights", "pretrainer_to_google_heads", "pretrainer_to_hf_state",
-           "pretrainer_variables", "save_google_pretrainer", "save_hf_pretrainer"]
+__all__ = ["GOOGLE_HEAD_TABLE", "HF_HEAD_TABLE", "PRETRAINING_HEADS", "LoadReport",
+           "head_variables", "load_google_pretrainer", "load_google_pretrainer_weights",
+           "load_hf_pretrainer", "load_hf_pretrainer_weights", "load_pretrainer",
+           "load_pretraining_heads", "pretrainer_to_google_heads", "pretrainer_to_hf_state",
+           "pretrainer_variables", "save_google_pretrainer", "save_hf_pretrainer",
+           "save_pretraining_heads", "convert_google_with_heads", "google_has_heads"]
+
+
+# ----- keras_bert model directories --------------------------------------------------------
+
+PRETRAINING_HEADS = "pretraining_heads.weights.h5"
+
+
+def save_pretraining_heads(pretrainer: BertPretrainer, model_dir: str, skip=()) -> str:
+    """Writes the heads' variables (one HDF5 dataset per canonical name, those in `skip`
+    left out) to `MODEL_DIR/pretraining_heads.weights.h5`; returns its path."""
+    import h5py
+
+    path = os.path.join(model_dir, PRETRAINING_HEADS)
+    with h5py.File(path, "w") as f:
+        for name, variable in head_variables(pretrainer).items():
+            if name not in skip:
+                f.create_dataset(name, data=np.asarray(variable.numpy(), np.float32))
+    return path
+
+
+def load_pretraining_heads(pretrainer: BertPretrainer, model_dir: str) -> LoadReport:
+    """Loads `MODEL_DIR/pretraining_heads.weights.h5` into `pretrainer`'s heads, checked
+    like a checkpoint (the next sentence head may be absent: it is then reported in
+    `initialised`, with the pooler if the directory's conversion left it initialised)."""
+    import h5py
+
+    from keras_bert.checkpoints.model_dir import load_model_dir
+
+    path = os.path.join(model_dir, PRETRAINING_HEADS)
+    arrays = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, item: arrays.update({name: item[()]})
+                     if isinstance(item, h5py.Dataset) else None)
+    optional = [] if any(name.startswith("nsp/") for name in arrays) else ["^nsp/"]
+    kept = assign_checked(head_variables(pretrainer), arrays, source=f"heads {path}",
+                          optional=optional)
+    pooler = [name for name in load_model_dir(model_dir).metadata.get("initialised", [])
+              if name.startswith("pooler/")]
+    return LoadReport(ignored=[], initialised=kept + pooler)
+
+
+def google_has_heads(path: str) -> bool:
+    """Whether the Google checkpoint in directory `path` holds the masked LM head."""
+    return "cls/predictions/output_bias" in google.read_checkpoint(path, names_only=True)
+
+
+def convert_google_with_heads(src: str, dest: str, vocab_file: str, lower_case: bool,
+                              rules: str):
+    """Writes the Google release `src` (with its `cls/` pretraining heads) as the keras_bert
+    model directory `dest` plus `pretraining_heads.weights.h5`, so that `pretrain --init
+    DEST` continues with the original heads; returns the `ModelDir`."""
+    from keras_bert.checkpoints.model_dir import save_model_dir
+
+    config = BertConfig.from_json_file(os.path.join(src, "bert_config.json"))
+    pretrainer = BertPretrainer.from_bert_config(config)
+    report = load_google_pretrainer_weights(pretrainer, src)
+    model_dir = save_model_dir(pretrainer.encoder, dest, vocab_file, lower_case, metadata={
+        "converted_from": os.path.abspath(src), "format": "google",
+        "initialised": report.initialised}, rules=rules)
+    save_pretraining_heads(pretrainer, model_dir.path, skip=report.initialised)
+    return model_dir
 
 
 # ----- any source ------------------------------------------------------------------------
@@ -247,8 +310,9 @@ __all__ = ["GOOGLE_HEAD_TABLE", "HF_HEAD_TABLE", "LoadReport", "head_variables",
 def load_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:
     """The `BertPretrainer` to continue pretraining from directory `path`: a Google release
     or a Hugging Face `BertForPreTraining` / `BertForMaskedLM` directory give the encoder AND
-    their pretraining heads (absent heads keep their initial values, with a warning); a
-    keras_bert model directory holds an encoder only (fresh heads). `kwargs` go to
+    their pretraining heads (absent heads keep their initial values, with a warning); so does
+    a keras_bert model directory with `pretraining_heads.weights.h5` (written by `convert`
+    from such a directory, and by `pretrain`); one without gets fresh heads. `kwargs` go to
     `BertPretrainer` (e.g. `nsp_loss_weight`)."""
     from keras_bert.checkpoints.conversion import detect_format
     from keras_bert.checkpoints.model_dir import load_model_dir
@@ -258,5 +322,8 @@ def load_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:
         return load_google_pretrainer(path, dtype=dtype, **kwargs)
     if fmt == "huggingface":
         return load_hf_pretrainer(path, dtype=dtype, **kwargs)
-    return BertPretrainer(load_model_dir(path).load_encoder(dtype=dtype), **kwargs)
+    pretrainer = BertPretrainer(load_model_dir(path).load_encoder(dtype=dtype), **kwargs)
+    if os.path.exists(os.path.join(path, PRETRAINING_HEADS)):
+        _warn_initialised(load_pretraining_heads(pretrainer, path), path)
+    return pretrainer
 

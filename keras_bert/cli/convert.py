@@ -1,5 +1,6 @@
 """`keras-bert convert SRC DEST [--to FORMAT]`: any supported BERT checkpoint directory into a
-keras_bert model directory (default), Google's TF1 release layout or a Hugging Face one."""
+keras_bert model directory (default), Google's TF1 release layout, a Hugging Face one or a
+keras-hub preset."""
 
 from __future__ import annotations
 
@@ -7,31 +8,45 @@ import os
 
 from keras_bert.cli.options import add_rules_argument
 
-FORMATS = ("keras_bert", "google", "huggingface")
+FORMATS = ("keras_bert", "google", "huggingface", "keras-hub")
 
 
 def register(subparsers) -> None:
     """Adds the `convert` subcommand."""
     p = subparsers.add_parser(
-        "convert", help="convert a BERT checkpoint between keras_bert, Google and Hugging Face",
+        "convert", help="convert a BERT checkpoint between keras_bert, Google, Hugging Face "
+                        "and keras-hub",
         description="Reads a Google BERT directory (bert_config.json, vocab.txt, "
                     "bert_model.ckpt.*), a Hugging Face one (config.json, vocab.txt, "
-                    "model.safetensors) or a keras_bert model directory, and writes DEST in "
-                    "the format given by --to.")
+                    "model.safetensors), a keras-hub BERT preset (config.json, "
+                    "model.weights.h5, tokenizer.json, metadata.json) or a keras_bert model "
+                    "directory, and writes DEST in the format given by --to.")
     p.add_argument("src", help="checkpoint directory")
     p.add_argument("dest", help="directory to write")
     p.add_argument("--to", choices=FORMATS, default="keras_bert",
+                   type=lambda s: "keras-hub" if s == "keras_hub" else s,
                    help="format of DEST: a keras_bert model directory (default), Google's TF1 "
-                        "layout (bert_config.json, bert_model.ckpt.*, vocab.txt) or Hugging "
+                        "layout (bert_config.json, bert_model.ckpt.*, vocab.txt), Hugging "
                         "Face's (config.json, model.safetensors, vocab.txt, "
-                        "tokenizer_config.json)")
+                        "tokenizer_config.json) or a keras-hub preset that "
+                        "keras_hub.models.BertBackbone/BertTokenizer.from_preset load")
     case = p.add_mutually_exclusive_group()
     case.add_argument("--lower-case", dest="lower_case", action="store_true", default=None,
                       help="the tokenizer lower-cases (uncased model)")
     case.add_argument("--cased", dest="lower_case", action="store_false",
                       help="the tokenizer keeps case (cased model)")
-    add_rules_argument(p, "google for Google's layout, huggingface for Hugging Face's, a "
-                          "keras_bert directory's own")
+    add_rules_argument(p, "google for Google's layout, huggingface for Hugging Face's and "
+                          "keras-hub presets, a keras_bert directory's own")
+    p.add_argument("--encoder-only", action="store_true",
+                   help="keep the encoder alone: without it a Hugging Face BertFor* model "
+                        "keeps its head (sequence/token classification and question "
+                        "answering become task model directories that `export` serves; "
+                        "masked LM / pretraining heads are kept for `pretrain --init`), a "
+                        "head keras_bert has no equivalent for is refused, and a task model "
+                        "directory goes --to huggingface as its BertFor* model")
+    p.add_argument("--pair", action="store_true",
+                   help="a Hugging Face sequence classifier reads text pairs (text, text_b): "
+                        "its export then takes both")
     p.set_defaults(run=run)
 
 
@@ -40,14 +55,28 @@ def run(args) -> int:
     if args.to != "keras_bert":
         from keras_bert.checkpoints.conversion import write_checkpoint
 
-        path = write_checkpoint(args.src, args.dest, args.to, lower_case=args.lower_case)
-        print(f"wrote {os.path.abspath(path)}: {args.to} checkpoint with vocab.txt")
+        path = write_checkpoint(args.src, args.dest, args.to.replace("-", "_"),
+                                lower_case=args.lower_case, encoder_only=args.encoder_only)
+        print(f"wrote {os.path.abspath(path)}: {args.to} checkpoint with its vocabulary"
+              + _hf_architecture(path, args.to))
         return 0
     from keras_bert.checkpoints import convert
+    from keras_bert.checkpoints.hf_task_heads import describe
 
-    model_dir = convert(args.src, args.dest, lower_case=args.lower_case, rules=args.rules)
+    model_dir = convert(args.src, args.dest, lower_case=args.lower_case, rules=args.rules,
+                        encoder_only=args.encoder_only, pair=args.pair)
     c = model_dir.config
     print(f"wrote {model_dir.path}: {model_dir.metadata['format']} checkpoint, "
           f"L{c.num_layers}/H{c.hidden_size}/A{c.num_heads}, vocab {c.vocab_size}, "
           f"{'uncased' if model_dir.lower_case else 'cased'}, {model_dir.rules} tokenizer rules")
+    for line in describe(model_dir):
+        print(line)
     return 0
+
+
+def _hf_architecture(path: str, to: str) -> str:
+    if to != "huggingface":
+        return ""
+    from keras_bert.checkpoints.hf_task_heads import architecture, read_hf_config
+
+    return f", {architecture(read_hf_config(path))}"

@@ -79,9 +79,37 @@ def test_cli_continues_a_google_release(tmp_path):
                      "2", "--steps-per-epoch", "2", "--batch-size", "4", "--seq-length",
                      "32", "--max-predictions", "4"]) == 0
     assert os.path.exists(tmp_path / "run" / "model" / "keras_bert.json")
+    # The run's model directory holds its heads: `--init run/model` continues with them.
+    job = PretrainJob(out=str(tmp_path / "run2"), init=str(tmp_path / "run" / "model"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        continued = _build_pretrainer(job, _tokenizer(job))
+    trained = BertPretrainer.from_bert_config(CONFIG)
+    trained.load_weights(str(tmp_path / "run" / "pretrainer.weights.h5"))
+    for name, value in _heads(trained).items():
+        np.testing.assert_allclose(_heads(continued)[name], value, atol=1e-6, err_msg=name)
 
 
 def test_a_directory_of_no_known_layout_is_named(tmp_path):
     (tmp_path / "nothing").mkdir()
     with pytest.raises(ValueError, match="neither a Google BERT checkpoint"):
         _tokenizer(PretrainJob(out=str(tmp_path / "run"), init=str(tmp_path / "nothing")))
+
+
+def test_converting_a_google_release_keeps_its_heads(tmp_path):
+    source = _source(seed=6)
+    path = str(tmp_path / "google")
+    save_google_pretrainer(source, path, vocab_file=DEFAULT_VOCAB)
+    dest = str(tmp_path / "converted")
+    assert main(["convert", path, dest]) == 0
+    assert os.path.exists(os.path.join(dest, "pretraining_heads.weights.h5"))
+    job = PretrainJob(out=str(tmp_path / "run"), init=dest)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # every head came from the release
+        continued = _build_pretrainer(job, _tokenizer(job))
+    for name, value in _heads(source).items():
+        np.testing.assert_allclose(_heads(continued)[name], value, atol=1e-6, err_msg=name)
+    # --encoder-only: the encoder alone, as before
+    bare = str(tmp_path / "bare")
+    assert main(["convert", path, bare, "--encoder-only"]) == 0
+    assert not os.path.exists(os.path.join(bare, "pretraining_heads.weights.h5"))
