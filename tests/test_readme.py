@@ -15,6 +15,7 @@ A README command that is neither executed nor covered fails the test.
 from __future__ import annotations
 
 import base64
+import csv
 import json
 import os
 import re
@@ -42,6 +43,7 @@ OVERRIDES = {
                  "--seq-length", "32"],
     "finetune --task classify": ["--epochs", "1", "--seq-length", "32", "--quiet"],
     "finetune --task tag": ["--epochs", "1", "--seq-length", "32", "--quiet"],
+    "finetune --task multilabel": ["--epochs", "1", "--seq-length", "32", "--quiet"],
     "finetune --task squad": ["--epochs", "1", "--seq-length", "64", "--quiet"],
     "distill": ["--epochs", "1", "--quiet"],
 }
@@ -65,6 +67,8 @@ COVERED = [
     (r"^bash scripts/test\.sh$", lambda c: _covered_by(".ci/run", "bash", "scripts/test.sh")),
     (r"jupyter execute examples/kaggle_bert\.ipynb", lambda c: _covered_by(
         "tests/examples/test_notebook.py", "examples", "kaggle_bert.ipynb")),
+    (r"^\.venv/bin/python scripts/kaggle_wheelhouse\.py ", lambda c: _covered_by(
+        "tests/test_kaggle_wheelhouse.py", "scripts", "kaggle_wheelhouse.py")),
     (r"^\.venv/bin/python examples/\w+\.py$", _example_covered),
     (r"^\.venv/bin/python bench/\w+\.py( --quick)?$", lambda c: _covered_by(
         "tests/test_bench.py", "bench", re.search(r"bench/(\w+\.py)", c).group(1))),
@@ -179,9 +183,15 @@ def _check_outputs(work):
     predictions = _jsonl(p("predictions.jsonl"))
     assert len(predictions) == n_dev
     assert {row["label"] for row in predictions} <= {"moby_dick", "sotu"}
-    for run in ("cls", "student", "ner", "qa"):
+    with open(p("data", "ml-dev.csv"), encoding="utf-8") as f:
+        n_dev = sum(1 for _ in csv.DictReader(f))
+    answers = _jsonl(p("ml-predictions.jsonl"))
+    assert len(answers) == n_dev == 300
+    topics = {"government", "money", "sea", "ship", "war", "whale"}
+    assert all(set(a["scores"]) == topics and set(a["labels"]) <= topics for a in answers)
+    for run in ("cls", "student", "ner", "qa", "ml"):
         assert os.path.isdir(p("runs", run, "model")), run
-    for base in ("bert", "ner", "qa"):
+    for base in ("bert", "ner", "qa", "hf-cls"):
         assert os.path.exists(p("models", base, "1", "saved_model.pb")), base
     with open(p("attention.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"

@@ -17,7 +17,9 @@ def register(subparsers) -> None:
                     "(a model directory for encode and fine-tuning), metrics.json, curves.png, "
                     "TensorBoard logs and checkpoints; started again with the same arguments "
                     "it resumes from the last checkpoint. Defaults: BERT-Tiny on the embedded "
-                    "corpus with its 8k vocabulary.")
+                    "corpus with its 8k vocabulary. Large batches: --optimizer lamb, "
+                    "--accumulation-steps; BERT's two phases: a run at --seq-length 128, then "
+                    "--phase2-from its OUT at 512.")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--preset", default="tiny",
                    choices=("tiny", "mini", "small", "medium", "base", "large"))
@@ -28,17 +30,34 @@ def register(subparsers) -> None:
     p.add_argument("--vocab", help="vocab.txt (default: --init's, else the embedded 8k vocab)")
     p.add_argument("--cased", action="store_true", help="with --vocab: keep case and accents")
     add_rules_argument(p, "--init's, else google")
-    p.add_argument("--init", help="continue pretraining from a keras_bert model directory (new "
-                                  "heads), a Google BERT release or a Hugging Face "
-                                  "BertForPreTraining / BertForMaskedLM directory (with its "
-                                  "MLM / NSP heads)")
+    p.add_argument("--init", help="continue pretraining from a Google BERT release, a Hugging "
+                                  "Face BertForPreTraining / BertForMaskedLM directory or a "
+                                  "keras_bert model directory converted from one or written by "
+                                  "pretrain (with their MLM / NSP heads; another keras_bert "
+                                  "model directory gets new heads)")
+    p.add_argument("--phase2-from", metavar="PHASE1_OUT",
+                   help="a finished pretrain run's --out directory: continue its model, "
+                        "vocabulary and optimizer state (moments and step count) under a new "
+                        "warmup + decay schedule of --steps, e.g. at the longer --seq-length "
+                        "and larger --max-predictions of BERT's phase 2 (128 -> 512, 20 -> 80); "
+                        "the same --optimizer; not with --init or --vocab")
     p.add_argument("--steps", type=int, default=2000,
                    help="training steps (default 2000: BERT-Tiny on the embedded corpus "
                         "usually learns NSP after ~1,200-1,600)")
     p.add_argument("--steps-per-epoch", type=int, default=200,
                    help="logging, evaluation and checkpoint interval: a killed run started again "
                         "resumes from the last one (steps must be a multiple)")
-    p.add_argument("--batch-size", type=int, default=32, help="global batch size")
+    p.add_argument("--batch-size", type=int, default=32,
+                   help="global batch size of one forward/backward pass (a micro-batch with "
+                        "--accumulation-steps)")
+    p.add_argument("--accumulation-steps", type=int, default=1, metavar="K",
+                   help="average the gradients of K micro-batches of --batch-size into one "
+                        "update of K x batch-size examples (--steps and the schedule count "
+                        "updates); default 1")
+    p.add_argument("--optimizer", default="adamw", choices=("adamw", "lamb"),
+                   help="adamw (BERT's; default) or lamb (You et al. 2019, for large batches: "
+                        "layer-wise trust ratio; no decay or trust ratio on LayerNorm and "
+                        "biases)")
     p.add_argument("--seq-length", type=int, default=128)
     p.add_argument("--max-predictions", type=int, default=20)
     p.add_argument("--whole-word", action="store_true")
@@ -65,7 +84,8 @@ def run(args) -> int:
     job = PretrainJob(
         out=args.out, preset=args.preset, corpus=args.corpus, corpus_format=args.format,
         tfrecords=args.tfrecords, vocab=args.vocab, lower_case=not args.cased, init=args.init,
-        rules=args.rules,
+        rules=args.rules, phase2_from=args.phase2_from, optimizer=args.optimizer,
+        accumulation_steps=args.accumulation_steps,
         steps=args.steps, steps_per_epoch=args.steps_per_epoch, batch_size=args.batch_size,
         seq_length=args.seq_length, max_predictions=args.max_predictions,
         whole_word=args.whole_word, learning_rate=args.learning_rate,

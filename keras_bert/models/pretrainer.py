@@ -3,7 +3,9 @@
 Trains with plain `model.fit(dataset)` on the batches of `keras_bert.data` (the pretraining
 pipeline or the TFRecord reader): each element is one dict holding both the model inputs and
 the labels, so the loss and the metrics are computed from `x` (`compute_loss` and
-`compute_metrics` are overridden; `train_step` is Keras' own, loss scaling included).
+`compute_metrics` are overridden; `train_step` is Keras' own, loss scaling included, or
+with `compile(accumulation_steps=K)` `keras_bert.models.accumulation`'s: K micro-batches per
+optimizer update).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from keras import ops
 
 from keras_bert.config import BertConfig
 from keras_bert.layers import BertMaskedLMHead, BertNextSentenceHead
+from keras_bert.models.accumulation import accumulated_train_step
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
 
 PRETRAINING_INPUT_NAMES = (*INPUT_NAMES, "masked_lm_positions")
@@ -99,6 +102,7 @@ class BertPretrainer(keras.Model):
         self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
         self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
         self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
+        self.accumulation_steps = 1
         self.built = True
 
     @property
@@ -129,13 +133,26 @@ class BertPretrainer(keras.Model):
 
     # ----- training --------------------------------------------------------------------
 
-    def compile(self, optimizer="adam", **kwargs):
-        """As `keras.Model.compile`, without `loss` or `metrics`: the model brings its own."""
+    def compile(self, optimizer="adam", accumulation_steps: int = 1, **kwargs):
+        """As `keras.Model.compile`, without `loss` or `metrics`: the model brings its own.
+
+        `accumulation_steps=K`: each training batch (of K * B examples) is split into K
+        micro-batches of B whose gradients are averaged into one update (see
+        `keras_bert.models.accumulation`): one `fit` step is one optimizer update.
+        """
         for name in ("loss", "loss_weights", "metrics", "weighted_metrics"):
             if kwargs.get(name) is not None:
                 raise ValueError(f"BertPretrainer computes its own losses and metrics; do not "
                                  f"pass `{name}` to compile()")
+        if int(accumulation_steps) < 1:
+            raise ValueError(f"accumulation_steps must be >= 1, got {accumulation_steps}")
+        self.accumulation_steps = int(accumulation_steps)
         super().compile(optimizer=optimizer, **kwargs)
+
+    def train_step(self, data):
+        if self.accumulation_steps == 1:
+            return super().train_step(data)
+        return accumulated_train_step(self, data, self.accumulation_steps)
 
     def compile_from_config(self, config):
         """Re-compiles a loaded `.keras` model (Keras skips this for a custom `compile`)."""

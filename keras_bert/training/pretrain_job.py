@@ -3,6 +3,9 @@
 `run_pretraining(PretrainJob(...))` is what `keras-bert pretrain` calls; it is plain
 `model.fit` underneath. A run that is killed picks up where its last checkpoint left it when
 started again with the same arguments (the data stream is a pure function of the step).
+`optimizer="lamb"` and `accumulation_steps=K` (K micro-batches of `batch_size` per update)
+are the large-batch recipe; `phase2_from=OUT` continues a finished run (weights and
+optimizer state) as BERT's second phase (`keras_bert.training.phases`).
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import keras
 import numpy as np
 
 from keras_bert.checkpoints.conversion import checkpoint_rules, checkpoint_vocab
-from keras_bert.checkpoints.heads import load_pretrainer
-from keras_bert.checkpoints.model_dir import save_model_dir
+from keras_bert.checkpoints.heads import load_pretrainer, save_pretraining_heads
+from keras_bert.checkpoints.model_dir import load_model_dir, save_model_dir
 from keras_bert.config import BertConfig
 from keras_bert.data.corpus import guess_format, read_documents
 from keras_bert.data.pretraining import PretrainingOptions, pretraining_dataset, tokenize_documents
@@ -29,7 +32,8 @@ from keras_bert.models.pretrainer import BertPretrainer
 from keras_bert.text.rules import DEFAULT_RULES
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.training.checkpointing import ResumableCheckpoint
-from keras_bert.training.optimizer import create_optimizer
+from keras_bert.training.optimizer import OPTIMIZERS, create_optimizer
+from keras_bert.training.phases import Phase1, load_phase1_state, read_phase1
 from keras_bert.training.plots import plot_history
 from keras_bert.training.precision import AUTO, precision_line, resolve_precision
 from keras_bert.training.resume import HistoryFile, fit_from_step, job_arguments, load_history
@@ -52,6 +56,7 @@ class PretrainJob:
     lower_case: bool = True
     rules: str | None = None  # tokenizer rules; None: the init model's, else google
     init: str | None = None  # a keras_bert, Google or Hugging Face directory to start from
+    phase2_from: str | None = None  # a finished run's out directory: continue it (phase 2)
     steps: int = 2000  # BERT-Tiny on the embedded corpus learns NSP after ~1,200-1,600
     steps_per_epoch: int = 200  # the logging, evaluation and checkpoint interval
     batch_size: int = 32
@@ -61,6 +66,8 @@ class PretrainJob:
     learning_rate: float = 3e-3  # for BERT-Tiny; at 5e-3 (or 2% warmup) MLM stalls at unigram
     warmup_steps: int | None = None
     weight_decay: float = 0.01
+    optimizer: str = "adamw"  # or "lamb"
+    accumulation_steps: int = 1  # micro-batches of batch_size per optimizer update
     nsp_loss_weight: float = 1.0  # the original BERT sums the two losses
     precision: str = "auto"  # auto: for the hardware (training/precision.py)
     strategy: str = "auto"
@@ -85,27 +92,57 @@ class PretrainJob:
                              f"({self.steps_per_epoch})")
         if self.corpus and self.tfrecords:
             raise ValueError("give a corpus or TFRecords, not both")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.accumulation_steps < 1:
+            raise ValueError(f"accumulation_steps must be >= 1, got {self.accumulation_steps}")
+        if self.phase2_from and (self.init or self.vocab):
+            raise ValueError("phase2_from continues that run's model and vocabulary: give "
+                             "no init or vocab with it")
+        if self.phase2_from and os.path.abspath(self.out).startswith(
+                os.path.join(os.path.abspath(self.phase2_from), "")):
+            raise ValueError("give phase 2 an output directory outside phase 1's")
 
 
 _NOT_ARGUMENTS = ("out", "verbose", "callbacks", "precision_note")
+# Arguments added after runs were checkpointed: left out of the stored arguments at their
+# defaults, so that those runs still resume.
+_LATER_DEFAULTS = {"optimizer": "adamw", "accumulation_steps": 1, "phase2_from": None}
+
+
+def _arguments(job: PretrainJob) -> dict:
+    arguments = job_arguments(job, files=("corpus", "tfrecords", "vocab", "init", "phase2_from"),
+                              ignore=_NOT_ARGUMENTS)
+    for name, default in _LATER_DEFAULTS.items():
+        if arguments.get(name) == default:
+            del arguments[name]
+    return arguments
+
+
+def _source(job: PretrainJob) -> str | None:
+    """The directory the model and vocabulary come from: phase 1's model, or `init`."""
+    return os.path.join(job.phase2_from, "model") if job.phase2_from else job.init
 
 
 def _tokenizer(job: PretrainJob) -> BertTokenizer:
-    rules = job.rules or (checkpoint_rules(job.init) if job.init else DEFAULT_RULES)
+    source = _source(job)
+    rules = job.rules or (checkpoint_rules(source) if source else DEFAULT_RULES)
     if job.vocab:
         return BertTokenizer(job.vocab, lower_case=job.lower_case, rules=rules)
-    if job.init:
-        vocab_file, lower_case = checkpoint_vocab(job.init)
+    if source:
+        vocab_file, lower_case = checkpoint_vocab(source)
         return BertTokenizer(vocab_file, lower_case=lower_case, rules=rules)
     return BertTokenizer(DEFAULT_VOCAB, lower_case=True, rules=rules)
 
 
 def _datasets(job: PretrainJob, tokenizer, global_batch: int):
-    """(infinite training stream, evaluation dataset) of pretraining feature dicts."""
+    """(infinite training stream, evaluation dataset) of pretraining feature dicts; the
+    stream's batches hold `accumulation_steps` micro-batches of `global_batch`."""
     options = PretrainingOptions(seq_length=job.seq_length, max_predictions=job.max_predictions,
                                  whole_word=job.whole_word, seed=job.seed)
+    update_batch = global_batch * job.accumulation_steps
     if job.tfrecords:
-        train = read_examples(job.tfrecords, job.seq_length, job.max_predictions, global_batch,
+        train = read_examples(job.tfrecords, job.seq_length, job.max_predictions, update_batch,
                               shuffle_buffer=10_000, seed=job.seed, repeat=True,
                               drop_remainder=True)
         evaluation = read_examples(job.tfrecords, job.seq_length, job.max_predictions,
@@ -119,7 +156,7 @@ def _datasets(job: PretrainJob, tokenizer, global_batch: int):
         sources.append(list(read_documents(path, fmt)))
     train_docs, held_out = split_documents(sources, job.eval_fraction)
     train = pretraining_dataset(tokenize_documents(train_docs, tokenizer), tokenizer,
-                                global_batch, options, dynamic=True, drop_remainder=True)
+                                update_batch, options, dynamic=True, drop_remainder=True)
     evaluation = None
     if len(held_out) >= 2:
         evaluation = pretraining_dataset(tokenize_documents(held_out, tokenizer), tokenizer,
@@ -190,7 +227,11 @@ def nsp_majority_baseline(dataset) -> tuple[float, int]:
 
 
 def _build_pretrainer(job: PretrainJob, tokenizer) -> BertPretrainer:
-    if job.init:  # a Google / Hugging Face checkpoint brings its pretraining heads too
+    if job.phase2_from:  # phase 1's config; its weights come with its optimizer state
+        pretrainer = BertPretrainer(
+            BertEncoder(load_model_dir(_source(job)).config, dtype=job.precision),
+            nsp_loss_weight=job.nsp_loss_weight)
+    elif job.init:  # a Google / Hugging Face checkpoint brings its pretraining heads too
         pretrainer = load_pretrainer(job.init, dtype=job.precision,
                                      nsp_loss_weight=job.nsp_loss_weight)
     else:
@@ -214,13 +255,15 @@ def run_pretraining(job: PretrainJob) -> dict:
     # iterator only when it resumes at an epoch boundary (mid-epoch resumes take two).
     checkpoint = ResumableCheckpoint(
         os.path.join(job.out, "checkpoints"), every_steps=None, every_seconds=None,
-        arguments=job_arguments(
-            job, files=("corpus", "tfrecords", "vocab", "init"), ignore=_NOT_ARGUMENTS))
+        arguments=_arguments(job))
     done = checkpoint.completed()
     if done is not None:
         _say(job, f"pretraining in {job.out} is complete ({done['steps']} steps); nothing "
-                  "to do. To train on from this model, use --init with its model/ directory.")
+                  "to do. To train on from this model, use --init with its model/ directory, "
+                  "or --phase2-from with this directory (weights and optimizer state).")
         return done
+    phase1 = _check_phase1(job) if job.phase2_from else None
+    offset = phase1.step if phase1 else 0  # the optimizer's steps before this run's
     keras.utils.set_random_seed(job.seed)
     tokenizer = _tokenizer(job)
     strategy = get_strategy(job.strategy)
@@ -228,40 +271,55 @@ def run_pretraining(job: PretrainJob) -> dict:
     train, evaluation = _datasets(job, tokenizer, global_batch)
     if job.verbose:  # once the inputs are read: a bad input ends with its one error line
         print(job.precision_note, file=sys.stderr, flush=True)
+        if job.accumulation_steps > 1:
+            print(f"{job.accumulation_steps} micro-batches of {global_batch} per update: "
+                  f"{job.accumulation_steps * global_batch} examples", file=sys.stderr,
+                  flush=True)
     with strategy.scope():
         pretrainer = _build_pretrainer(job, tokenizer)
         pretrainer.compile(
             optimizer=create_optimizer(job.learning_rate, job.steps, job.warmup_steps,
-                                       job.weight_decay),
-            jit_compile=job.jit_compile)
-    state = checkpoint.restore(pretrainer)
-    if state["step"]:
-        _say(job, f"resuming from step {state['step']} of {job.steps}")
+                                       job.weight_decay, optimizer=job.optimizer,
+                                       start_step=offset),
+            accumulation_steps=job.accumulation_steps, jit_compile=job.jit_compile)
+    if phase1 is not None:  # a checkpoint of this run, if any, replaces it just below
+        load_phase1_state(pretrainer, phase1)
+    checkpoint.restore(pretrainer)
+    start_step = int(pretrainer.optimizer.iterations.numpy()) - offset
+    if start_step:
+        _say(job, f"resuming from step {start_step} of {job.steps}")
+    elif phase1 is not None:
+        _say(job, f"phase 2: continuing {job.phase2_from} (optimizer step {offset})")
     epochs = job.steps // job.steps_per_epoch
     history_path = os.path.join(job.out, "history.json")
     # Epochs after the restored checkpoint are replayed: drop what the history says of them.
-    history = load_history(history_path, state["step"] // job.steps_per_epoch)
+    history = load_history(history_path, start_step // job.steps_per_epoch)
     callbacks = [HistoryFile(history_path, history), checkpoint,
                  keras.callbacks.TensorBoard(os.path.join(job.out, "logs")), *job.callbacks]
     fit_from_step(pretrainer, train, epochs=epochs, steps_per_epoch=job.steps_per_epoch,
-                  start_step=state["step"], validation_data=evaluation, callbacks=callbacks,
+                  start_step=start_step, validation_data=evaluation, callbacks=callbacks,
                   verbose=job.verbose)  # the pipeline shuffles; Keras can't shuffle a Dataset
-    metrics = {"steps": int(pretrainer.optimizer.iterations.numpy()),
+    optimizer_steps = int(pretrainer.optimizer.iterations.numpy())
+    metrics = {"steps": optimizer_steps - offset,
                "train": {k: v[-1] for k, v in history.items() if not k.startswith("val_")}}
+    if phase1 is not None:
+        metrics["optimizer_steps"] = optimizer_steps  # phase 1's and this run's
     if evaluation is not None:
         metrics["eval"] = {k: float(v) for k, v in pretrainer.evaluate(
             evaluation, return_dict=True, verbose=0).items()}
         metrics["eval"]["mlm_frequency_baseline"] = mlm_frequency_baseline(evaluation)
         majority, examples = nsp_majority_baseline(evaluation)
         metrics["eval"].update(nsp_majority_baseline=majority, examples=examples)
-    save_model_dir(pretrainer.encoder, os.path.join(job.out, "model"),
-                   _vocab_file(job, tokenizer), tokenizer.lower_case, rules=tokenizer.rules,
-                   metadata={"pretrained_steps": metrics["steps"], "preset": job.preset})
+    model_dir = save_model_dir(
+        pretrainer.encoder, os.path.join(job.out, "model"), _vocab_file(job, tokenizer),
+        tokenizer.lower_case, rules=tokenizer.rules,
+        metadata={"pretrained_steps": optimizer_steps, "preset": _preset(job, phase1)})
+    save_pretraining_heads(pretrainer, model_dir.path)  # `--init model/` continues with them
     pretrainer.save_weights(os.path.join(job.out, "pretrainer.weights.h5"))
     if history:
         held_out = metrics.get("eval") or {}
         plot_history(history, os.path.join(job.out, "curves.png"),
-                     title=f"pretraining BERT-{job.preset}", baselines={
+                     title=f"pretraining BERT-{_preset(job, phase1)}", baselines={
                          "mlm_accuracy": (held_out.get("mlm_frequency_baseline"),
                                           "most frequent token (eval)"),
                          "nsp_accuracy": (held_out.get("nsp_majority_baseline"),
@@ -276,9 +334,28 @@ def run_pretraining(job: PretrainJob) -> dict:
 def _vocab_file(job: PretrainJob, tokenizer) -> str:
     if job.vocab:
         return job.vocab
-    if job.init:
-        return checkpoint_vocab(job.init)[0]
+    if _source(job):
+        return checkpoint_vocab(_source(job))[0]
     return DEFAULT_VOCAB
+
+
+def _check_phase1(job: PretrainJob) -> Phase1:
+    """The finished run `job` continues, refused when it cannot continue it as asked."""
+    phase1 = read_phase1(job.phase2_from)
+    if phase1.optimizer != job.optimizer:
+        raise ValueError(f"phase 1 ({job.phase2_from}) ran {phase1.optimizer}: phase 2 "
+                         f"continues its optimizer state, so give --optimizer "
+                         f"{phase1.optimizer}")
+    positions = load_model_dir(phase1.model_dir).config.max_position_embeddings
+    if positions < job.seq_length:
+        raise ValueError(f"phase 1's model has {positions} position embeddings, fewer than "
+                         f"--seq-length {job.seq_length} (pretrain phase 1 with at least as "
+                         "many: a new model gets max(512, --seq-length))")
+    return phase1
+
+
+def _preset(job: PretrainJob, phase1: Phase1 | None) -> str:
+    return phase1.arguments.get("preset", job.preset) if phase1 else job.preset
 
 
 def _say(job: PretrainJob, message: str) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints.model_dir import save_model_dir
+from keras_bert.data.corpus import default_corpus_files
 from tests.training.test_finetune import SPECIAL, WORDS
 
 
@@ -19,3 +20,18 @@ def model_dir(tmp_path_factory) -> str:
                         num_heads=4, intermediate_size=64, max_position_embeddings=64)
     save_model_dir(BertEncoder(config), str(root / "model"), str(vocab), lower_case=True)
     return str(root / "model")
+
+
+def moby_chapters(directory, count: int) -> str:
+    """Writes the first `count` chapters of the embedded Moby Dick (documents split by two
+    blank lines) to `directory/moby.txt`; returns its path."""
+    text = open(default_corpus_files()[0], encoding="utf-8").read()
+    path = directory / "moby.txt"
+    path.write_text("\n\n\n".join(text.split("\n\n\n")[:count]))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """The first 12 chapters of the embedded Moby Dick."""
+    return moby_chapters(tmp_path_factory.mktemp("corpus"), 12)

@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.training import WarmupPolynomialDecay, create_optimizer
@@ -51,3 +52,37 @@ def test_gradients_are_clipped_at_global_norm_one():
     clipped = optimizer._clip_gradients([big])[0]
     np.testing.assert_allclose(np.asarray(clipped), [0.6, 0.8, 0, 0], rtol=1e-6)
     optimizer.apply_gradients([(big, v)])
+
+
+def test_schedule_start_step_shifts_it():
+    """A second phase's schedule starts at the optimizer step the first phase ended on."""
+    plain = WarmupPolynomialDecay(1e-3, decay_steps=100, warmup_steps=10)
+    shifted = WarmupPolynomialDecay(1e-3, decay_steps=100, warmup_steps=10, start_step=700)
+    for step in (0, 5, 10, 55, 100, 150):
+        assert float(shifted(700 + step)) == pytest.approx(float(plain(step)), abs=1e-12)
+    assert float(shifted(3)) == 0.0  # before its start: the start
+    assert WarmupPolynomialDecay.from_config(shifted.get_config()).start_step == 700
+
+
+@pytest.mark.parametrize("clip", [1.0, None])
+@pytest.mark.parametrize("kind", ["adamw", "lamb"])
+def test_lookup_gradients_with_repeated_rows_count_as_their_sum(kind, clip):
+    """An embedding lookup's IndexedSlices gradient repeats rows; the update (the clipping
+    norm, and Adam's second moment) must be that of its dense sum. Keras' own AdamW squares
+    the slices one by one (keras_bert/training/dense_gradients.py)."""
+    slices = np.array([[3.0, 0.0], [1.0, 2.0], [3.0, 0.0], [0.5, 0.5]], np.float32)
+    indices = np.array([0, 1, 0, 2])
+    dense = np.zeros((4, 2), np.float32)
+    np.add.at(dense, indices, slices)
+    results = []
+    for gradient in (tf.IndexedSlices(tf.constant(slices), tf.constant(indices),
+                                      tf.constant([4, 2])), tf.constant(dense)):
+        v = keras.Variable(np.full((4, 2), 0.5, np.float32), name="embeddings")
+        optimizer = create_optimizer(0.1, total_steps=10, warmup_steps=0, optimizer=kind,
+                                     clip_global_norm=clip)
+        for _ in range(2):
+            optimizer.apply_gradients([(gradient, v)])
+        results.append(v.numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+    if kind == "adamw":  # Adam moves each weight by at most lr a step
+        assert np.all(np.abs(results[0] - 0.5) <= 2 * 0.1 * (1 + 1e-6))

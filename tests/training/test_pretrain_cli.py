@@ -11,16 +11,13 @@ import pytest
 
 from keras_bert.checkpoints import load_model_dir
 from keras_bert.cli import main
-from keras_bert.data.corpus import default_corpus_files
+from tests.training.conftest import moby_chapters
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    """The first 15 chapters of the embedded Moby Dick (documents split by 2 blank lines)."""
-    text = open(default_corpus_files()[0], encoding="utf-8").read()
-    path = tmp_path_factory.mktemp("corpus") / "moby.txt"
-    path.write_text("\n\n\n".join(text.split("\n\n\n")[:15]))
-    return str(path)
+    """The first 15 chapters of the embedded Moby Dick."""
+    return moby_chapters(tmp_path_factory.mktemp("corpus"), 15)
 
 
 ARGS = ["--steps", "6", "--steps-per-epoch", "3", "--batch-size", "8", "--seq-length", "32",

@@ -16,7 +16,6 @@ import h5py
 import numpy as np
 import pytest
 
-from keras_bert.data.corpus import default_corpus_files
 from tests.training.test_finetune_resume import _sigkill_after_checkpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -24,13 +23,6 @@ ARGS = ["--steps", "12", "--steps-per-epoch", "3", "--batch-size", "8", "--seq-l
         "--max-predictions", "5", "--seed", "3"]
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    """The first 12 chapters of the embedded Moby Dick."""
-    text = open(default_corpus_files()[0], encoding="utf-8").read()
-    path = tmp_path_factory.mktemp("corpus") / "moby.txt"
-    path.write_text("\n\n\n".join(text.split("\n\n\n")[:12]))
-    return str(path)
 
 
 def _command(*argv):
