@@ -26,6 +26,10 @@ def register(subparsers) -> None:
     p.add_argument("--seq-length", type=int,
                    help="static sequence length (TPU/XLA); default: pad to the longest text")
     p.add_argument("--max-length", type=int, help="truncation length when not static")
+    p.add_argument("--precision", default="float32", choices=("float32", "bfloat16", "float16"),
+                   help="matmul precision of the served model (bfloat16: TPUs, Ampere+ GPUs, "
+                        "CPUs with AMX; float16: older GPUs); softmax, LayerNorm statistics, "
+                        "weights and outputs stay float32 (default float32)")
     p.add_argument("--pooling", choices=("pooled", "cls", "mean"),
                    help="encoder exports: the `embedding` output")
     p.add_argument("--target", default=DEFAULT_TARGET,
@@ -43,6 +47,9 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Exports and prints where the version went and its signatures."""
+    if args.hub and args.precision != "float32":
+        raise ValueError("--hub writes float32 encoders; --precision applies to the "
+                         "single-SavedModel export")
     if args.hub:
         from keras_bert.checkpoints import load_model_dir
         from keras_bert.export.hub_pair import export_hub_pair
@@ -64,7 +71,8 @@ def run(args) -> int:
                             max_length=args.max_length,
                             target=None if args.no_audit else args.target,
                             model_name=args.model_name,
-                            null_score_threshold=args.null_score_threshold, rules=args.rules)
+                            null_score_threshold=args.null_score_threshold, rules=args.rules,
+                            precision=args.precision)
     print(f"exported version {exported.version} ({exported.task}) to {exported.path}")
     print(json.dumps(exported.signatures, indent=2))
     return 0

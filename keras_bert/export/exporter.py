@@ -33,6 +33,10 @@ from keras_bert.export.warmup import predict_log, write_warmup
 from keras_bert.tasks.labels import LABELS_FILENAME
 from keras_bert.tasks.serving_module import Endpoint, ServingModule
 
+# `export --precision` -> the Keras dtype policy the model is rebuilt under: matmuls in that
+# precision; variables, softmax, LayerNorm statistics and every output in float32.
+EXPORT_PRECISIONS = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
 WARMUP_TEXTS = ["Call me Ishmael.", "The State of the Union is strong.",
                 "BERT reads a whole sentence at once, in both directions."]
 
@@ -49,7 +53,7 @@ class ExportedModel:
 
 def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
                          pooling: str | None = None, max_length: int | None = None,
-                         null_score_threshold: float = 0.0
+                         null_score_threshold: float = 0.0, precision: str = "float32"
                          ) -> tuple[ServingModule, str, dict]:
     """The serving functions of a model directory: `(module, task name, asset files)`.
 
@@ -58,9 +62,13 @@ def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
     each batch's longest text, and truncated at `seq_length`, else `max_length`, else the
     training sequence length (encoders: their `max_position_embeddings`, at most 512).
     `pooling`: the embedding of an encoder export; `null_score_threshold`: SQuAD v2.0's
-    "no answer" margin.
+    "no answer" margin; `precision`: one of `EXPORT_PRECISIONS`.
     """
-    loaded = load_task_model(model_dir.path, rules=model_dir.rules)
+    if precision not in EXPORT_PRECISIONS:
+        raise ValueError(f"precision must be one of {tuple(EXPORT_PRECISIONS)}, got "
+                         f"{precision!r}")
+    loaded = load_task_model(model_dir.path, dtype=EXPORT_PRECISIONS[precision],
+                             rules=model_dir.rules)
     module = loaded.serving_module(seq_length, max_length, pooling=pooling,
                                    null_score_threshold=null_score_threshold)
     assets = {"vocab.txt": model_dir.vocab_file}
@@ -73,7 +81,8 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
                  seq_length: int | None = None, pooling: str | None = None,
                  max_length: int | None = None, target: str | None = DEFAULT_TARGET,
                  model_name: str = "bert", warmup_texts: list[str] | None = None,
-                 null_score_threshold: float = 0.0, rules: str | None = None) -> ExportedModel:
+                 null_score_threshold: float = 0.0, rules: str | None = None,
+                 precision: str = "float32") -> ExportedModel:
     """Exports `model_dir` as version `version` (default: the next one) under `base_dir`.
 
     `seq_length` fixes the sequence length (static shapes, for TPU/XLA serving); by
@@ -81,11 +90,13 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
     `build_serving_module`). `target` names the model servers
     the graph must load in (None skips the op audit). `null_score_threshold`: SQuAD v2.0
     span-QA exports answer "" when the null score beats the best span by more than this.
-    `rules`: tokenizer rules to embed instead of the model's own.
+    `rules`: tokenizer rules to embed instead of the model's own. `precision`: `float32`,
+    or `bfloat16` / `float16` for accelerators (matmuls in that precision; the weights are
+    stored in float32 and every output is float32).
     """
     source = load_model_dir(model_dir).with_rules(rules)
     module, kind, assets = build_serving_module(source, seq_length, pooling, max_length,
-                                                null_score_threshold)
+                                                null_score_threshold, precision)
     with atomic_version_dir(base_dir, version) as (tmp, number):
         write_saved_model(tmp, module.endpoints(), resources=[module.preprocessor])
         copy_assets(tmp, assets)

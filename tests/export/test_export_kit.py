@@ -36,6 +36,7 @@ VERSION = "2.20.0"
 # What docker-compose.yml mounts into the container, and where.
 CONFIG_FILES = {"models.config": "/config/models.config",
                 "batching_parameters.txt": "/config/batching_parameters.txt",
+                "batching_parameters_gpu.txt": "/config/batching_parameters_gpu.txt",
                 "monitoring.config": "/config/monitoring.config"}
 
 
@@ -100,11 +101,15 @@ def _message_class(module: str, name: str):
         return _declared_messages()[name]
 
 
-def _batching_parameters():
+def _batching_parameters(name: str = "batching_parameters.txt"):
     cls = _message_class(
         "tensorflow_serving.servables.tensorflow.session_bundle_config_pb2",
         "BatchingParameters")
-    return text_format.Parse(_read("batching_parameters.txt"), cls())
+    return text_format.Parse(_read(name), cls())
+
+
+def _batching_file(gpu: bool) -> str:
+    return CONFIG_FILES["batching_parameters_gpu.txt" if gpu else "batching_parameters.txt"]
 
 
 def _monitoring_config():
@@ -197,8 +202,9 @@ def _batching_errors(params) -> list[str]:
     return errors
 
 
-def test_batching_parameters_are_valid():
-    params = _batching_parameters()
+@pytest.mark.parametrize("name", ["batching_parameters.txt", "batching_parameters_gpu.txt"])
+def test_batching_parameters_are_valid(name):
+    params = _batching_parameters(name)
     assert _batching_errors(params) == []
     assert params.batch_timeout_micros.value >= 0
     assert params.max_enqueued_batches.value >= 1
@@ -286,7 +292,7 @@ def test_compose_structure():
             assert os.path.exists(os.path.join(KIT, file))
         flags = dict(arg.split("=", 1) for arg in service["command"])
         assert flags["--model_config_file"] == CONFIG_FILES["models.config"]
-        assert flags["--batching_parameters_file"] == CONFIG_FILES["batching_parameters.txt"]
+        assert flags["--batching_parameters_file"] == _batching_file(name.endswith("gpu"))
         assert flags["--monitoring_config_file"] == CONFIG_FILES["monitoring.config"]
         assert flags["--enable_batching"] == "true"
         assert flags["--enable_model_warmup"] == "true"
@@ -325,7 +331,7 @@ def test_readme_docker_run_commands():
         flags = dict(arg.split("=", 1) for arg in args)
         assert flags == {"--model_config_file": CONFIG_FILES["models.config"],
                          "--enable_batching": "true",
-                         "--batching_parameters_file": CONFIG_FILES["batching_parameters.txt"],
+                         "--batching_parameters_file": _batching_file(gpu),
                          "--monitoring_config_file": CONFIG_FILES["monitoring.config"],
                          "--enable_model_warmup": "true"}, args
         volumes = [command[i + 1] for i, word in enumerate(command) if word == "-v"]
