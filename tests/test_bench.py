@@ -23,8 +23,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = {
     "tokenizer_speed.py": r"\| ours_function / hf \| [\d.]+x \|",
     "pretraining_pipeline.py": r"examples per epoch: \d+",
+    "beam_pipeline.py": r"\| direct-2 \| -?[\d.]+ \| -?[\d.]+x \| -?[\d.]+ \|",
     "encoder_forward.py": r"\| tiny \| ours / HF torch \| [\d.]+x \|",
     "pretrain_step.py": r"\| ours / hf \| [\d.]+x \|",
+    "pretrain_accelerator.py": r"\| tiny \| 32 \| 4 \| float32 xla \| [\d.]+ \| [\d.]+ \| n/a \|",
     "finetune_step.py": r"\| ours / hf \| [\d.]+x \|",
     "preprocessing_cost.py": r"session: preprocessing adds -?[\d.]+% at batch 1",
     "serving_latency.py": r"\| tiny \| 16 \| 1 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|",
@@ -56,6 +58,8 @@ def test_quick_mode_runs_and_compares(script):
     if script in ("serving_latency.py", "serving_profile.py", "encoder_forward.py"):
         require("onnxruntime")
         require("onnxscript")
+    if script == "beam_pipeline.py":
+        require("apache_beam")
     if script == "tokenizer_speed.py":
         require("tokenizers")
     command = [sys.executable, os.path.join("bench", script), "--quick"]

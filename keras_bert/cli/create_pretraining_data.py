@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 
 from keras_bert.cli.options import add_rules_argument
+from keras_bert.data.nsp import DEFAULT_POOL_SIZE
 
 
 def register(subparsers) -> None:
@@ -26,6 +28,18 @@ def register(subparsers) -> None:
     p.add_argument("--dupe-factor", type=int, default=10,
                    help="passes over the corpus, each with different masks (default 10)")
     p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--random-next-pool", type=int, default=DEFAULT_POOL_SIZE,
+                   help="random next segments come from the N documents with the smallest "
+                        f"text hashes (the whole corpus if smaller; default {DEFAULT_POOL_SIZE})")
+    beam = p.add_argument_group("Apache Beam (pip install 'keras-bert-tf[beam]')")
+    beam.add_argument("--runner", help="run as a Beam pipeline on this runner: direct, "
+                                       "dataflow, flink, spark, or a runner class name; the "
+                                       "same examples as without it")
+    beam.add_argument("--workers", type=int,
+                      help="--runner direct: worker processes (default: Beam's, one)")
+    beam.add_argument("--beam-options", default="",
+                      help="Beam pipeline options, quoted: e.g. \"--project=P --region=R "
+                           "--temp_location=gs://B/tmp\"")
     p.set_defaults(run=run)
 
 
@@ -70,40 +84,42 @@ def documents_from_args(args) -> list[list[str]]:
 
 
 def run(args) -> int:
-    """Builds the examples, then writes them with a progress bar."""
-    import keras
-
-    from keras_bert.data.nsp import create_nsp_examples
-    from keras_bert.data.pretraining import (
-        PretrainingOptions,
-        examples_dataset,
-        tokenize_documents,
-    )
-    from keras_bert.data.tfrecord import write_examples
+    """Writes the examples in this process, or with `--runner` as a Beam pipeline."""
+    from keras_bert.data.pretraining import PretrainingOptions
 
     start = time.perf_counter()
     tokenizer = tokenizer_from_args(args)
-    documents = documents_from_args(args)
-    sentences = sum(len(d) for d in documents)
-    print(f"read {len(documents)} documents, {sentences} sentences")
-    token_documents = tokenize_documents(documents, tokenizer)
     options = PretrainingOptions(
         seq_length=args.seq_length, max_predictions=args.max_predictions,
         mask_rate=args.mask_rate, whole_word=args.whole_word,
         short_seq_prob=args.short_seq_prob, dupe_factor=args.dupe_factor, seed=args.seed)
-    examples = create_nsp_examples(token_documents, options.seq_length, options.short_seq_prob,
-                                   options.dupe_factor, options.seed)
-    print(f"{len(examples)} examples ({args.dupe_factor} passes); writing {args.num_shards} "
-          f"shard(s)")
-    batch_size = 256
-    progress = keras.utils.Progbar(len(examples), unit_name="example")
+    if args.runner:
+        from keras_bert.data.beam_pipeline import run_pipeline
+        from keras_bert.data.corpus import default_corpus_files
 
-    def batches():
-        for batch in examples_dataset(examples, tokenizer, batch_size, options):
-            progress.add(int(batch["input_word_ids"].shape[0]))
-            yield {k: v.numpy() for k, v in batch.items()}
+        counts = run_pipeline(args.input or default_corpus_files(), args.output, tokenizer,
+                              runner=args.runner, beam_args=shlex.split(args.beam_options),
+                              workers=args.workers, fmt=args.format,
+                              text_field=args.text_field, num_shards=args.num_shards,
+                              options=options, pool_size=args.random_next_pool)
+        where = args.output + ("" if args.num_shards == 1 else "-*-of-*")
+        split = sorted(counts["processes"].values(), reverse=True)
+        print(f"examples made per worker process ({len(split)}): {split}")
+    else:
+        if args.workers or args.beam_options:
+            raise ValueError("--workers and --beam-options need --runner")
+        import keras
 
-    paths = write_examples(batches(), args.output, args.num_shards)
-    print(f"wrote {len(examples)} examples to {', '.join(paths)} in "
-          f"{time.perf_counter() - start:.1f}s")
+        from keras_bert.data.record_writer import write_pretraining_records
+
+        documents = documents_from_args(args)
+        print(f"read {len(documents)} documents, {sum(len(d) for d in documents)} sentences")
+        progress = keras.utils.Progbar(len(documents), unit_name="document")
+        paths, counts = write_pretraining_records(
+            documents, tokenizer, args.output, args.num_shards, options,
+            args.random_next_pool, progress=lambda _: progress.add(1))
+        where = ", ".join(paths)
+    print(f"wrote {counts['examples']} examples of {counts['documents']} documents "
+          f"({args.dupe_factor} passes; {counts['tokens']} tokens, {counts['masked_positions']} "
+          f"masked) to {where} in {time.perf_counter() - start:.1f}s")
     return 0

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 Document = Sequence[Sequence[int]]
+# Documents random next segments are drawn from when a corpus is made one document at a time
+# (`keras_bert.data.document_examples`): the whole corpus up to this size.
+DEFAULT_POOL_SIZE = 10_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,18 +61,25 @@ def truncate_pair_randomly(tokens_a: list[int], tokens_b: list[int], max_tokens:
         del tokens[:front]
 
 
-def _random_other_document(documents, index, rng) -> Document:
-    for _ in range(10):
-        other = rng.randint(0, len(documents) - 1)
-        if other != index:
-            break
-    return documents[other]
+def random_other_document(documents: Sequence[Document], index: int
+                          ) -> Callable[[random.Random], Document]:
+    """The original's sampler: a uniformly random document other than `documents[index]`
+    (10 tries, as the original, then whatever the last draw gave)."""
+    def sample(rng: random.Random) -> Document:
+        for _ in range(10):
+            other = rng.randint(0, len(documents) - 1)
+            if other != index:
+                break
+        return documents[other]
+    return sample
 
 
-def examples_from_document(documents: Sequence[Document], index: int, seq_length: int,
-                           short_seq_prob: float, rng: random.Random) -> list[NspExample]:
-    """The NSP examples of `documents[index]` (other documents supply random next segments)."""
-    document = documents[index]
+def examples_from_document(document: Document, random_document: Callable[[random.Random],
+                                                                          Document],
+                           seq_length: int, short_seq_prob: float,
+                           rng: random.Random) -> list[NspExample]:
+    """The NSP examples of `document`; `random_document(rng)` supplies the document a
+    random next segment is taken from (see `random_other_document`)."""
     max_tokens = seq_length - 3  # [CLS] A [SEP] B [SEP]
     target = max_tokens
     if rng.random() < short_seq_prob:
@@ -87,7 +97,7 @@ def examples_from_document(documents: Sequence[Document], index: int, seq_length
             tokens_b: list[int] = []
             random_next = len(chunk) == 1 or rng.random() < 0.5
             if random_next:
-                other = _random_other_document(documents, index, rng)
+                other = random_document(rng)
                 for sentence in other[rng.randint(0, len(other) - 1):]:
                     tokens_b.extend(sentence)
                     if len(tokens_b) >= target - len(tokens_a):
@@ -136,7 +146,8 @@ def create_nsp_examples(documents: Sequence[Document], seq_length: int = 128,
     examples = []
     for _ in range(dupe_factor):
         for index in range(len(documents)):
-            examples.extend(examples_from_document(documents, index, seq_length,
-                                                   short_seq_prob, rng))
+            examples.extend(examples_from_document(
+                documents[index], random_other_document(documents, index), seq_length,
+                short_seq_prob, rng))
     rng.shuffle(examples)
     return examples

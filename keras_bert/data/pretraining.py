@@ -157,15 +157,6 @@ def pretraining_dataset(token_documents: Sequence[Sequence[np.ndarray]], tokeniz
     return _pack_and_mask(ds, tokenizer, batch_size, options, dynamic, drop_remainder)
 
 
-def examples_dataset(examples, tokenizer, batch_size: int,
-                     options: PretrainingOptions = PretrainingOptions()) -> tf.data.Dataset:
-    """Packed, masked batches of fixed NSP examples (one pass, masks seeded by
-    `options.seed`): what `create-pretraining-data` writes to TFRecords."""
-    ds = tf.data.Dataset.from_generator(lambda: iter([_epoch_arrays(examples)]),
-                                        output_signature=_EPOCH_SIGNATURE)
-    return _pack_and_mask(ds, tokenizer, batch_size, options, False, False)
-
-
 def _chunks(ds, chunk: int):
     """Whole epochs of flat NSP arrays -> `(ragged A, ragged B, labels)` of `chunk` pairs."""
     @_no_autograph

@@ -36,7 +36,8 @@ def serialize_example(example: dict) -> bytes:
     for original, ours in RENAMES.items():
         value = np.reshape(example[ours], [-1])
         features[original] = _float(value) if original == "masked_lm_weights" else _int64(value)
-    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+    example = tf.train.Example(features=tf.train.Features(feature=features))
+    return example.SerializeToString(deterministic=True)  # map order fixed: same bytes
 
 
 def shard_paths(output: str, num_shards: int) -> list[str]:
