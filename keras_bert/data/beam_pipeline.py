@@ -55,6 +55,22 @@ def read_file_documents(path: str, fmt: str, text_field: str):
         yield from read_documents(local, chosen, text_field)
 
 
+def expand_patterns(patterns: Sequence[str]) -> list[str]:
+    """Input paths with Beam's glob patterns (`gs://bucket/corpus/part-*`) expanded."""
+    from apache_beam.io.filesystems import FileSystems
+
+    files = []
+    for pattern in patterns:
+        if not any(c in pattern for c in "*?["):
+            files.append(pattern)
+            continue
+        matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+        if not matched:
+            raise FileNotFoundError(f"no input file matches {pattern}")
+        files.extend(matched)
+    return files
+
+
 def _dofns(beam):
     """The DoFns, defined once Beam is imported (Beam stays an optional dependency)."""
     from apache_beam.metrics import Metrics
@@ -170,6 +186,7 @@ def run_pipeline(files: Sequence[str], output: str, tokenizer, runner: str = "di
     from apache_beam.metrics.metric import MetricsFilter
     from apache_beam.options.pipeline_options import PipelineOptions
 
+    files = expand_patterns(files)
     args = [f"--runner={RUNNERS.get(runner.lower(), runner)}", *beam_args]
     if not any(a.startswith("--default_sdk_harness_log_level") for a in beam_args):
         args.append("--default_sdk_harness_log_level=WARNING")  # workers: no INFO chatter

@@ -49,10 +49,8 @@ def write_pretraining_records(documents: Sequence[Sequence[str]], tokenizer, out
     counts = dict.fromkeys(COUNTERS, 0)
     parts = []
     for key, document in zip(keys, token_documents, strict=True):
-        if not document:
-            continue
-        counts["documents"] += 1
-        features = maker(key, document, pool)
+        features = maker(key, document, pool) if document else {}
+        counts["documents"] += bool(document)
         if features:
             parts.append(features)
             for name, value in count_features(features).items():

@@ -159,3 +159,14 @@ def test_beam_only_options_need_a_runner(tmp_path, capsys):
                  "--workers", "2"]) == 2
     assert "--workers and --beam-options need --runner" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "x")
+
+
+def test_input_patterns_are_expanded(corpus_files, tmp_path):
+    pytest.importorskip("apache_beam")
+    from keras_bert.data.beam_pipeline import expand_patterns
+
+    folder = os.path.dirname(corpus_files[0])
+    assert expand_patterns([os.path.join(folder, "*.txt"), corpus_files[0]]) == [
+        corpus_files[1], corpus_files[2], corpus_files[0]]
+    with pytest.raises(FileNotFoundError, match="no input file matches"):
+        expand_patterns([str(tmp_path / "none-*")])
