@@ -4,6 +4,8 @@ Contenders (the same weights, the same texts; tokenization included on every sid
 
 * `session`  our export loaded as TF Serving loads it (`SessionBundle`: Session, SaverDef
              restore), `serving_default` fed raw strings (tokenizer and packer in the graph);
+* `session_xla` the same, exported with `--xla` (network XLA-compiled over length buckets;
+             TF Serving needs `--xla_cpu_compilation_enabled=true` for it);
 * `server`   the same export behind `keras-bert serve`, queried over gRPC (`GrpcClient`);
 * `torch`    HF `tokenizers` (`BertWordPieceTokenizer`, `encode_batch_fast`, padded to the
              longest text) + `transformers.BertModel`, PyTorch eager (SDPA), inference mode;
@@ -47,7 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
 
-ALL_CONTENDERS = ("session", "server", "torch", "ort")
+ALL_CONTENDERS = ("session", "session_xla", "server", "torch", "ort")
+OURS = ("session", "session_xla")  # the contenders the peers are compared with
 SERVERS: list = []  # `keras-bert serve` processes of this worker, stopped with it
 SHAPES = {"base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                        intermediate_size=3072),
@@ -122,11 +125,16 @@ def write_onnx(hf_dir: str, path: str) -> str:
     return common.export_onnx(transformers.BertModel.from_pretrained(hf_dir).eval(), path)
 
 
-def write_export(hf_dir: str, root: str) -> str:
-    """`keras-bert convert` + `keras-bert export` of `hf_dir`: the export's version dir."""
+def write_export(hf_dir: str, root: str, xla: bool = False) -> str:
+    """`keras-bert convert` + `keras-bert export [--xla]` of `hf_dir`: the export's version
+    dir."""
     cli = [sys.executable, "-m", "keras_bert.cli"]
-    ours, serving = os.path.join(root, "ours"), os.path.join(root, "serving")
-    for command in (["convert", hf_dir, ours, "--lower-case"], ["export", ours, serving]):
+    ours = os.path.join(root, "ours")
+    serving = os.path.join(root, "serving-xla" if xla else "serving")
+    commands = [["export", ours, serving] + (["--xla"] if xla else [])]
+    if not os.path.exists(ours):
+        commands.insert(0, ["convert", hf_dir, ours, "--lower-case"])
+    for command in commands:
         subprocess.run(cli + command, cwd=common.REPO, check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
     return os.path.join(serving, "1")
@@ -167,18 +175,19 @@ def make_contender(name: str, setup: dict, threads: int):
     """A function texts -> pooled outputs `[batch, hidden]` (numpy) for contender `name`."""
     import numpy as np
 
-    if name in ("session", "server"):
+    if name in ("session", "session_xla", "server"):
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         import tensorflow as tf
 
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
-    if name == "session":
+    if name in OURS:
         from keras_bert.export.session_bundle import SessionBundle
 
         config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
                                           inter_op_parallelism_threads=threads)
-        bundle = SessionBundle(setup["export"], config=config)
+        bundle = SessionBundle(setup["export_xla" if name == "session_xla" else "export"],
+                               config=config)
         return lambda texts: bundle.run("serving_default",
                                         {"text": np.array(texts, dtype=object)},
                                         ["pooled_output"])["pooled_output"]
@@ -275,6 +284,8 @@ def run_model(model: str, args, log) -> list[list]:
         hf_dir = write_hf_model(model, root)
         setup = {"hf_dir": hf_dir, "vocab": os.path.join(hf_dir, "vocab.txt"),
                  "export": write_export(hf_dir, root)}
+        if "session_xla" in args.contenders:
+            setup["export_xla"] = write_export(hf_dir, root, xla=True)
         if "ort" in args.contenders:
             setup["onnx"] = write_onnx(hf_dir, os.path.join(root, "model.onnx"))
         context = multiprocessing.get_context("spawn")
@@ -322,11 +333,11 @@ def table_row(model, length, batch, result, names) -> list:
     row = [model, length, batch]
     row += [f"{1e3 * statistics.median(result[n]['p50']):.1f}" for n in names]
     row += [f"{1e3 * common.percentile(result[n]['all'], 90):.1f}" for n in names]
-    if "session" in result:
+    for ours in OURS:
         for peer in ("ort", "torch"):
-            if peer in result:
+            if ours in result and peer in result:
                 ratio = statistics.median(
-                    p / s for s, p in zip(result["session"]["p50"], result[peer]["p50"],
+                    p / s for s, p in zip(result[ours]["p50"], result[peer]["p50"],
                                           strict=True))
                 row.append(f"{ratio:.2f}x")
     return row
@@ -347,8 +358,8 @@ def main(argv=None) -> int:
         rows += run_model(model, args, log)
     header = ["model", "seq", "batch"] + [f"{n} p50 ms" for n in args.contenders]
     header += [f"{n} p90 ms" for n in args.contenders]
-    if "session" in args.contenders:
-        header += [f"{p} / session p50" for p in ("ort", "torch") if p in args.contenders]
+    header += [f"{p} / {ours} p50" for ours in OURS if ours in args.contenders
+               for p in ("ort", "torch") if p in args.contenders]
     print(common.markdown_table(header, rows))
     print("(ratio > 1: the session path is faster; load average at the end: "
           f"{common.load_average()})")

@@ -30,6 +30,9 @@ def register(subparsers) -> None:
                    help="matmul precision of the served model (bfloat16: TPUs, Ampere+ GPUs, "
                         "CPUs with AMX; float16: older GPUs); softmax, LayerNorm statistics, "
                         "weights and outputs stay float32 (default float32)")
+    p.add_argument("--xla", action="store_true",
+                   help="run the network XLA-compiled over length buckets (sentence-level "
+                        "tasks; TF Serving needs --xla_cpu_compilation_enabled=true)")
     p.add_argument("--pooling", choices=("pooled", "cls", "mean"),
                    help="encoder exports: the `embedding` output")
     p.add_argument("--target", default=DEFAULT_TARGET,
@@ -47,9 +50,9 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Exports and prints where the version went and its signatures."""
-    if args.hub and args.precision != "float32":
-        raise ValueError("--hub writes float32 encoders; --precision applies to the "
-                         "single-SavedModel export")
+    if args.hub and (args.precision != "float32" or args.xla):
+        raise ValueError("--hub writes plain float32 encoders; --precision and --xla apply "
+                         "to the single-SavedModel export")
     if args.hub:
         from keras_bert.checkpoints import load_model_dir
         from keras_bert.export.hub_pair import export_hub_pair
@@ -72,7 +75,7 @@ def run(args) -> int:
                             target=None if args.no_audit else args.target,
                             model_name=args.model_name,
                             null_score_threshold=args.null_score_threshold, rules=args.rules,
-                            precision=args.precision)
+                            precision=args.precision, xla=args.xla)
     print(f"exported version {exported.version} ({exported.task}) to {exported.path}")
     print(json.dumps(exported.signatures, indent=2))
     return 0

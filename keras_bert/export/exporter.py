@@ -31,7 +31,7 @@ from keras_bert.export.session_bundle import SessionBundle, read_signature_defs
 from keras_bert.export.versions import atomic_version_dir
 from keras_bert.export.warmup import predict_log, write_warmup
 from keras_bert.tasks.labels import LABELS_FILENAME
-from keras_bert.tasks.serving_module import Endpoint, ServingModule
+from keras_bert.tasks.serving_module import XLA_MIN_BUCKET, Endpoint, ServingModule
 
 # `export --precision` -> the Keras dtype policy the model is rebuilt under: matmuls in that
 # precision; variables, softmax, LayerNorm statistics and every output in float32.
@@ -53,8 +53,8 @@ class ExportedModel:
 
 def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
                          pooling: str | None = None, max_length: int | None = None,
-                         null_score_threshold: float = 0.0, precision: str = "float32"
-                         ) -> tuple[ServingModule, str, dict]:
+                         null_score_threshold: float = 0.0, precision: str = "float32",
+                         xla: bool = False) -> tuple[ServingModule, str, dict]:
     """The serving functions of a model directory: `(module, task name, asset files)`.
 
     The task kind builds them (`TaskModel.serving_module`) around the model's own
@@ -62,7 +62,8 @@ def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
     each batch's longest text, and truncated at `seq_length`, else `max_length`, else the
     training sequence length (encoders: their `max_position_embeddings`, at most 512).
     `pooling`: the embedding of an encoder export; `null_score_threshold`: SQuAD v2.0's
-    "no answer" margin; `precision`: one of `EXPORT_PRECISIONS`.
+    "no answer" margin; `precision`: one of `EXPORT_PRECISIONS`; `xla`: the network
+    XLA-compiled over length buckets (sentence-level tasks; see `ServingModule.use_xla`).
     """
     if precision not in EXPORT_PRECISIONS:
         raise ValueError(f"precision must be one of {tuple(EXPORT_PRECISIONS)}, got "
@@ -71,6 +72,8 @@ def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
                              rules=model_dir.rules)
     module = loaded.serving_module(seq_length, max_length, pooling=pooling,
                                    null_score_threshold=null_score_threshold)
+    if xla:
+        module.use_xla()
     assets = {"vocab.txt": model_dir.vocab_file}
     if loaded.labels is not None:
         assets[LABELS_FILENAME] = os.path.join(model_dir.path, LABELS_FILENAME)
@@ -82,7 +85,7 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
                  max_length: int | None = None, target: str | None = DEFAULT_TARGET,
                  model_name: str = "bert", warmup_texts: list[str] | None = None,
                  null_score_threshold: float = 0.0, rules: str | None = None,
-                 precision: str = "float32") -> ExportedModel:
+                 precision: str = "float32", xla: bool = False) -> ExportedModel:
     """Exports `model_dir` as version `version` (default: the next one) under `base_dir`.
 
     `seq_length` fixes the sequence length (static shapes, for TPU/XLA serving); by
@@ -92,11 +95,13 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
     span-QA exports answer "" when the null score beats the best span by more than this.
     `rules`: tokenizer rules to embed instead of the model's own. `precision`: `float32`,
     or `bfloat16` / `float16` for accelerators (matmuls in that precision; the weights are
-    stored in float32 and every output is float32).
+    stored in float32 and every output is float32). `xla`: the network XLA-compiled over
+    length buckets (TF Serving needs `--xla_cpu_compilation_enabled=true` for it); the
+    warmup file then holds one request per bucket, so each compiles before traffic.
     """
     source = load_model_dir(model_dir).with_rules(rules)
     module, kind, assets = build_serving_module(source, seq_length, pooling, max_length,
-                                                null_score_threshold, precision)
+                                                null_score_threshold, precision, xla)
     with atomic_version_dir(base_dir, version) as (tmp, number):
         write_saved_model(tmp, module.endpoints(), resources=[module.preprocessor])
         copy_assets(tmp, assets)
@@ -104,13 +109,28 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
             from keras_bert.export.op_audit import check
 
             check(tmp, target)
-        inputs = module.warmup_inputs(warmup_texts or WARMUP_TEXTS)
-        write_warmup(tmp, [predict_log(model_name, "serving_default", inputs)])
+        texts = warmup_texts or WARMUP_TEXTS
+        requests = [module.warmup_inputs(texts)]
+        if xla:  # one request per length bucket: each is compiled at load, not in traffic
+            requests += [module.warmup_inputs([" ".join(["the"] * n)])
+                         for n in bucket_word_counts(module.preprocessor.max_length)]
+        write_warmup(tmp, [predict_log(model_name, "serving_default", r) for r in requests])
+        inputs = requests[0]
         with SessionBundle(tmp) as bundle:  # as TF Serving loads it, or no version appears
             bundle.run("serving_default", inputs)
         signatures = describe_signatures(read_signature_defs(tmp))
     path = os.path.join(base_dir, str(number))
     return ExportedModel(path, number, kind, signatures)
+
+
+def bucket_word_counts(longest: int) -> list[int]:
+    """Words of a text that fills each XLA length bucket (16, 32, ... `longest`) once
+    packed ("the" is one wordpiece; [CLS] and [SEP] take two)."""
+    counts, bucket = [], XLA_MIN_BUCKET
+    while bucket < longest:
+        counts.append(bucket - 2)
+        bucket *= 2
+    return counts + [max(longest - 2, 1)]
 
 
 def write_saved_model(path: str, endpoints: dict[str, Endpoint], resources=()) -> None:

@@ -63,10 +63,27 @@ class ServingModule:
         """Strings -> packed int32 inputs (the preprocessor's, on the host CPU)."""
         return self.preprocessor(text if text_b is None else (text, text_b))
 
+    # Sentence-level modules may run the network XLA-compiled (`use_xla`); the tagger and
+    # span-QA subclasses read per-token outputs at the packed length and do not.
+    supports_xla = True
+
+    def use_xla(self) -> None:
+        """Runs the network under `jit_compile` (XLA) with each batch padded to a length
+        bucket (16, 32, 64, ... up to the serving length), so a few shapes are compiled.
+
+        TF Serving runs such exports only with `--xla_cpu_compilation_enabled=true`.
+        """
+        if not self.supports_xla:
+            raise ValueError(f"{type(self).__name__} exports cannot run XLA-compiled")
+        self._xla_model = tf.function(lambda inputs: self.model(inputs, training=False),
+                                      jit_compile=True, autograph=False)
+
     def run(self, inputs: dict) -> dict:
         """Packed inputs -> the task's named outputs."""
-        outputs = self.model(inputs, training=False)
-        return self.outputs_fn(outputs, inputs)
+        if getattr(self, "_xla_model", None) is None:
+            return self.outputs_fn(self.model(inputs, training=False), inputs)
+        inputs = pad_to_bucket(inputs, self.preprocessor.max_length)
+        return self.outputs_fn(self._xla_model(inputs), inputs)
 
     def text_endpoint(self) -> Endpoint:
         """`serving_default`: `text` (and `text_b`) strings -> the task's outputs.
@@ -129,6 +146,23 @@ class ServingModule:
     def ids_function(self) -> tf.types.experimental.ConcreteFunction:
         """`serve_ids` traced in this process (what the export holds)."""
         return _concrete(*self.ids_endpoint())
+
+
+XLA_MIN_BUCKET = 16
+
+
+def pad_to_bucket(inputs: dict, longest: int) -> dict:
+    """The packed inputs padded (with 0: padding, masked out) to the next power-of-two
+    length of at least `XLA_MIN_BUCKET`, at most `longest` (the serving length): an
+    XLA-compiled network sees few shapes."""
+    length = tf.shape(inputs["input_word_ids"])[1]
+    bucket = tf.maximum(length - 1, 1)
+    for shift in (1, 2, 4, 8, 16):  # the next power of two, in integers
+        bucket = tf.bitwise.bitwise_or(bucket, tf.bitwise.right_shift(bucket, shift))
+    bucket = tf.minimum(tf.maximum(bucket + 1, XLA_MIN_BUCKET), max(int(longest), 1))
+    bucket = tf.maximum(bucket, length)
+    return {name: tf.pad(value, [[0, 0], [0, bucket - length]])
+            for name, value in inputs.items()}
 
 
 def _concrete(fn, specs):

@@ -95,6 +95,8 @@ class SpanQAServingModule(ServingModule):
         `run_squad.py`'s, see the module docstring).
     """
 
+    supports_xla = False  # per-token outputs at the packed length
+
     def __init__(self, model, preprocessor, max_query_length: int = 64, doc_stride: int = 128,
                  allow_no_answer: bool = False, null_score_threshold: float = 0.0,
                  n_best: int = 20, max_answer_length: int = 30):

@@ -50,6 +50,8 @@ class TaggerServingModule(ServingModule):
       doc_stride: how far the windows over a long text advance (the training setting).
     """
 
+    supports_xla = False  # per-token outputs at the packed length
+
     def __init__(self, model, preprocessor, label_names: list[str], doc_stride: int):
         super().__init__(model, preprocessor, token_label_outputs(list(label_names)))
         if doc_stride < 1:

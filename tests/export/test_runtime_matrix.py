@@ -7,7 +7,8 @@ as its kernel libraries, in three runtimes: this environment (TF 2.21), TF 2.20.
 2.13-2.19), the last two in virtual environments holding nothing else
 (`tests/export/runtimes`). Every output is compared with the in-process result on the same
 strings (hard cases and real text): floats within 1e-5 (1e-3 for the `export --precision`
-bfloat16 / float16 cases), strings, ids and labels identical.
+bfloat16 / float16 cases), strings, ids and labels identical. `classify_xla` (`export --xla`)
+checks that each runtime runs the XLA-compiled network.
 
 Before exports were written with `keras.export.ExportArchive`, every kind with weights
 failed here with "Could not find variable ..." (tensorflow/serving#2250).
@@ -72,6 +73,8 @@ TASKS = {  # export name -> (task block, labels, export options)
     "classify_bfloat16": ({"kind": "classify", "seq_length": 32}, ["neg", "pos", "plot"],
                           {"precision": "bfloat16"}),
     "embed_float16": (None, None, {"precision": "float16"}),
+    "classify_xla": ({"kind": "classify", "seq_length": 32}, ["neg", "pos", "plot"],
+                     {"xla": True}),
 }
 
 
@@ -102,7 +105,8 @@ def exports(tmp_path_factory):
         exported = export_model(model_dir, str(root / name / "export"), **options)
         module, _, _ = build_serving_module(load_model_dir(model_dir),
                                             options.get("seq_length"),
-                                            precision=options.get("precision", "float32"))
+                                            precision=options.get("precision", "float32"),
+                                            xla=options.get("xla", False))
         text_inputs = _text_inputs(task)
         packed = module.preprocess(*[tf.constant(v) for v in text_inputs.values()])
         ids_inputs = {k: v.numpy() for k, v in packed.items()}

@@ -1,0 +1,83 @@
+"""`keras-bert export --xla`: the network XLA-compiled over length buckets. Loaded as TF
+Serving loads it (Session, fresh process), it answers what the plain export answers on
+texts of many lengths, batch 1 and mixed batches; its warmup file holds one request per
+bucket; per-token task kinds refuse it by name."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.cli import main
+from keras_bert.export.exporter import bucket_word_counts
+from keras_bert.tasks.serving_module import pad_to_bucket
+from tests.export.helpers import (
+    make_tiny_model_dir,
+    make_tiny_task_dir,
+    read_outputs,
+    run_session_jobs,
+)
+from tests.export.run_session_bundle import save_arrays
+
+WORDS = "call me ishmael the whale sat on the mat in paris".split()
+TEXTS = ["", "Call me Ishmael."] + [" ".join(WORDS[i % len(WORDS)] for i in range(n))
+                                   for n in (5, 13, 14, 15, 29, 30, 40, 61, 80)]
+
+
+@pytest.mark.parametrize("kind", ["classify", "embed"])
+def test_xla_export_answers_as_the_plain_export(tmp_path, kind):
+    if kind == "embed":
+        model_dir = make_tiny_model_dir(tmp_path / "m")
+    else:
+        model_dir = make_tiny_task_dir(tmp_path / "m", {"kind": "classify", "seq_length": 32},
+                                       ["a", "b", "c"])
+    for flag, version in (([], "1"), (["--xla"], "2")):
+        assert main(["export", model_dir, str(tmp_path / "serving"), "--version", version,
+                     *flag]) == 0
+    jobs, outs = [], {}
+    for index, texts in enumerate([[t] for t in TEXTS] + [TEXTS]):
+        inputs = str(tmp_path / f"in-{index}.npz")
+        save_arrays(inputs, {"text": np.array([t.encode() for t in texts], dtype=object)})
+        for version in ("1", "2"):
+            out = str(tmp_path / f"out-{index}-{version}.npz")
+            jobs.append({"export": str(tmp_path / "serving" / version),
+                         "signature": "serving_default", "inputs": inputs, "outputs": out})
+            outs[index, version] = out
+    run_session_jobs(sys.executable, jobs, tmp_path)
+    for index in range(len(TEXTS) + 1):
+        plain, xla = (read_outputs(outs[index, v]) for v in ("1", "2"))
+        assert "error" not in xla, xla
+        assert sorted(plain) == sorted(xla)
+        for key, want in plain.items():
+            if want.dtype.kind == "f":
+                np.testing.assert_allclose(xla[key], want, rtol=0, atol=1e-5, err_msg=key)
+            else:
+                np.testing.assert_array_equal(xla[key], want, err_msg=key)
+
+    warmup = os.path.join(tmp_path, "serving", "2", "assets.extra", "tf_serving_warmup_requests")
+    records = list(tf.data.TFRecordDataset(warmup))
+    longest = 64 if kind == "embed" else 32  # 64 positions; the classifier's task: 32
+    assert len(records) == 1 + len(bucket_word_counts(longest))
+
+
+def test_buckets():
+    assert bucket_word_counts(64) == [14, 30, 62]
+    assert bucket_word_counts(512)[-1] == 510
+    for length, longest, want in ((1, 64, 16), (16, 64, 16), (17, 64, 32), (33, 64, 64),
+                                  (64, 64, 64), (40, 48, 48), (200, 512, 256)):
+        ids = tf.ones([2, length], tf.int32)
+        padded = pad_to_bucket({"input_word_ids": ids, "input_mask": ids}, longest)
+        assert padded["input_word_ids"].shape == (2, want), (length, longest)
+        assert int(tf.reduce_sum(padded["input_mask"])) == 2 * length
+
+
+def test_per_token_tasks_refuse_xla(tmp_path, capsys):
+    model_dir = make_tiny_task_dir(tmp_path / "m", {"kind": "tag", "seq_length": 24,
+                                                    "num_classes": 3}, ["B-PER", "I-PER", "O"])
+    assert main(["export", model_dir, str(tmp_path / "serving"), "--xla"]) != 0
+    assert "cannot run XLA-compiled" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "serving" / "1")
