@@ -27,9 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.nsp import DEFAULT_POOL_SIZE, NspExample, examples_from_document
-from keras_bert.data.pretraining import PretrainingOptions
-from keras_bert.text.masker import BertMasker, continuation_flags
-from keras_bert.text.packer import BertPacker
+from keras_bert.data.pretraining import PretrainingOptions, packer_and_masker
 
 __all__ = ["DEFAULT_POOL_SIZE", "DocumentExampleMaker", "RandomNextPool", "clean_document",
            "document_key", "example_rows"]
@@ -85,13 +83,7 @@ class DocumentExampleMaker:
 
     def __init__(self, tokenizer, options: PretrainingOptions | None = None):
         self.options = options = options or PretrainingOptions()
-        ids = tokenizer.special_token_ids
-        packer = BertPacker.for_tokenizer(tokenizer, options.seq_length)
-        masker = BertMasker(
-            tokenizer.vocab_size, ids["mask"], special_ids=ids.values(),
-            max_predictions=options.max_predictions, mask_rate=options.mask_rate,
-            whole_word=options.whole_word,
-            continuation=continuation_flags(tokenizer.vocab) if options.whole_word else None)
+        packer, masker = packer_and_masker(tokenizer, options)
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.int32),
                                       tf.TensorSpec([None], tf.int64)] * 2

@@ -173,17 +173,23 @@ def _chunks(ds, chunk: int):
     return ds.flat_map(split)
 
 
-def _pack_and_mask(ds, tokenizer, batch_size, options, dynamic, drop_remainder):
-    """Epochs of flat NSP arrays -> batches of packed `[CLS] A [SEP] B [SEP]` inputs with MLM
-    masks and labels. Packs and masks chunks of several batches per call, then cuts them
-    into `batch_size` batches (one mask seed per chunk)."""
+def packer_and_masker(tokenizer, options: PretrainingOptions) -> tuple[BertPacker, BertMasker]:
+    """The `BertPacker` and `BertMasker` of `tokenizer` for `options` (every pretraining
+    writer and stream packs and masks with these)."""
     ids = tokenizer.special_token_ids
-    packer = BertPacker.for_tokenizer(tokenizer, options.seq_length)
     masker = BertMasker(
         tokenizer.vocab_size, ids["mask"], special_ids=ids.values(),
         max_predictions=options.max_predictions, mask_rate=options.mask_rate,
         whole_word=options.whole_word,
         continuation=continuation_flags(tokenizer.vocab) if options.whole_word else None)
+    return BertPacker.for_tokenizer(tokenizer, options.seq_length), masker
+
+
+def _pack_and_mask(ds, tokenizer, batch_size, options, dynamic, drop_remainder):
+    """Epochs of flat NSP arrays -> batches of packed `[CLS] A [SEP] B [SEP]` inputs with MLM
+    masks and labels. Packs and masks chunks of several batches per call, then cuts them
+    into `batch_size` batches (one mask seed per chunk)."""
+    packer, masker = packer_and_masker(tokenizer, options)
     seeds = tf.data.Dataset.random(seed=options.seed, rerandomize_each_iteration=dynamic)
 
     @_no_autograph
