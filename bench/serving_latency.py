@@ -6,6 +6,8 @@ Contenders (the same weights, the same texts; tokenization included on every sid
              restore), `serving_default` fed raw strings (tokenizer and packer in the graph);
 * `session_xla` the same, exported with `--xla` (network XLA-compiled over length buckets;
              TF Serving needs `--xla_cpu_compilation_enabled=true` for it);
+* `session_xla_onednn` that export with XLA's oneDNN dot kernels switched on
+             (`XLA_FLAGS=--xla_cpu_use_onednn=true` in the process's environment);
 * `server`   the same export behind `keras-bert serve`, queried over gRPC (`GrpcClient`);
 * `torch`    HF `tokenizers` (`BertWordPieceTokenizer`, `encode_batch_fast`, padded to the
              longest text) + `transformers.BertModel`, PyTorch eager (SDPA), inference mode;
@@ -49,8 +51,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
 
-ALL_CONTENDERS = ("session", "session_xla", "server", "torch", "ort")
-OURS = ("session", "session_xla")  # the contenders the peers are compared with
+ALL_CONTENDERS = ("session", "session_xla", "session_xla_onednn", "server", "torch", "ort")
+OURS = ("session", "session_xla", "session_xla_onednn")  # what the peers are compared with
+XLA_ONEDNN_FLAGS = "--xla_cpu_use_onednn=true"
 SERVERS: list = []  # `keras-bert serve` processes of this worker, stopped with it
 SHAPES = {"base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                        intermediate_size=3072),
@@ -175,7 +178,10 @@ def make_contender(name: str, setup: dict, threads: int):
     """A function texts -> pooled outputs `[batch, hidden]` (numpy) for contender `name`."""
     import numpy as np
 
-    if name in ("session", "session_xla", "server"):
+    if name == "session_xla_onednn":  # read once, when XLA starts: before TF is imported
+        os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"),
+                                                         XLA_ONEDNN_FLAGS]))
+    if name in OURS + ("server",):
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         import tensorflow as tf
 
@@ -186,7 +192,7 @@ def make_contender(name: str, setup: dict, threads: int):
 
         config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
                                           inter_op_parallelism_threads=threads)
-        bundle = SessionBundle(setup["export_xla" if name == "session_xla" else "export"],
+        bundle = SessionBundle(setup["export" if name == "session" else "export_xla"],
                                config=config)
         return lambda texts: bundle.run("serving_default",
                                         {"text": np.array(texts, dtype=object)},
@@ -284,7 +290,7 @@ def run_model(model: str, args, log) -> list[list]:
         hf_dir = write_hf_model(model, root)
         setup = {"hf_dir": hf_dir, "vocab": os.path.join(hf_dir, "vocab.txt"),
                  "export": write_export(hf_dir, root)}
-        if "session_xla" in args.contenders:
+        if {"session_xla", "session_xla_onednn"} & set(args.contenders):
             setup["export_xla"] = write_export(hf_dir, root, xla=True)
         if "ort" in args.contenders:
             setup["onnx"] = write_onnx(hf_dir, os.path.join(root, "model.onnx"))

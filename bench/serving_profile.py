@@ -9,6 +9,10 @@
    and with the weights as graph constants (as a frozen graph would have them), against
    ONNX Runtime's MatMul + Add with the weights as initializers (as in an ONNX export);
    blocks of runs in rotating order, medians, GFLOP/s.
+3. **Every layer's feed-forward GEMMs chained in one call** at 16, 32, 128 tokens (and
+   `--length`): TF (`tf.function`, oneDNN), TF XLA and ONNX Runtime, so that no runtime's
+   per-call overhead counts; run with `--threads 1` and `--threads 2` to compare each
+   kernel's speed on one core and how it scales to two.
 
     .venv/bin/python bench/serving_profile.py                   # MiniLM-L6, 32 tokens
     .venv/bin/python bench/serving_profile.py --model base --length 128
@@ -127,27 +131,93 @@ def dense_contenders(m: int, k: int, n: int, threads: int) -> dict:
             "ort": lambda: ort.run(None, {"x": x})}
 
 
+def rotated_medians(calls: dict, runs: int) -> dict[str, float]:
+    """Median seconds per call of each of `calls`: 6 blocks of `runs` calls, the order
+    rotating every block, the first block warm-up."""
+    seconds = {name: [] for name in calls}
+    names = list(calls)
+    for block in range(6):
+        for name in names[block % len(names):] + names[:block % len(names)]:
+            for _ in range(runs):
+                start = time.perf_counter()
+                calls[name]()
+                if block > 0:
+                    seconds[name].append(time.perf_counter() - start)
+    return {name: statistics.median(s) for name, s in seconds.items()}
+
+
 def time_gemms(shapes, runs: int, threads: int) -> list[list]:
-    """Per shape: TF Session (variables; constants) vs ONNX Runtime (initializers), in
-    blocks of `runs` calls, the order rotating (the first block of each is warm-up); medians."""
+    """Per shape: TF Session (variables; constants) vs ONNX Runtime (initializers); medians."""
     rows = []
     for m, k, n in shapes:
-        calls = dense_contenders(m, k, n, threads)
-        seconds = {name: [] for name in calls}
-        for block in range(6):
-            names = list(calls)
-            for name in names[block % len(names):] + names[:block % len(names)]:
-                for _ in range(runs):
-                    start = time.perf_counter()
-                    calls[name]()
-                    if block > 0:
-                        seconds[name].append(time.perf_counter() - start)
-        tf_s, const_s, ort_s = (statistics.median(seconds[name])
-                                for name in ("tf", "tf_const", "ort"))
+        medians = rotated_medians(dense_contenders(m, k, n, threads), runs)
+        tf_s, const_s, ort_s = (medians[name] for name in ("tf", "tf_const", "ort"))
         flops = 2 * m * k * n
         rows.append([f"{m} x {k} x {n}", *(f"{1e6 * t:.0f} ({flops / t / 1e9:.0f})"
                                            for t in (tf_s, const_s, ort_s)),
                      f"{tf_s / ort_s:.2f}", f"{const_s / ort_s:.2f}"])
+    return rows
+
+
+def ffn_chain_contenders(config: dict, tokens: int, threads: int) -> dict:
+    """`{"tf": call, "tf_xla": call, "ort": call}`: the feed-forward GEMMs of every layer
+    chained in one call (`x = (x W1 + b1) W2 + b2` per layer, no activation), so the
+    per-call overhead of a runtime weighs nothing and only the GEMM kernels differ."""
+    import numpy as np
+    import onnxruntime
+    import tensorflow as tf
+    from onnx import TensorProto, helper, numpy_helper
+
+    hidden, inner = config["hidden_size"], config["intermediate_size"]
+    rng = np.random.default_rng(0)
+    weights = [((0.02 * rng.standard_normal((hidden, inner))).astype(np.float32),
+                np.zeros(inner, np.float32),
+                (0.02 * rng.standard_normal((inner, hidden))).astype(np.float32),
+                np.zeros(hidden, np.float32)) for _ in range(config["num_hidden_layers"])]
+    x = rng.standard_normal((tokens, hidden), dtype=np.float32)
+    variables = [[tf.Variable(a) for a in layer] for layer in weights]
+
+    def chain(y):
+        for w1, b1, w2, b2 in variables:
+            y = tf.nn.bias_add(tf.matmul(tf.nn.bias_add(tf.matmul(y, w1), b1), w2), b2)
+        return y
+
+    plain, xla = tf.function(chain), tf.function(chain, jit_compile=True)
+    feed = tf.constant(x)
+    nodes, initializers, previous = [], [], "x"
+    for i, layer in enumerate(weights):
+        names = [f"w1_{i}", f"b1_{i}", f"w2_{i}", f"b2_{i}"]
+        initializers += [numpy_helper.from_array(a, name) for a, name in zip(layer, names, strict=True)]
+        nodes += [helper.make_node("MatMul", [previous, names[0]], [f"m1_{i}"]),
+                  helper.make_node("Add", [f"m1_{i}", names[1]], [f"h_{i}"]),
+                  helper.make_node("MatMul", [f"h_{i}", names[2]], [f"m2_{i}"]),
+                  helper.make_node("Add", [f"m2_{i}", names[3]], [f"y_{i}"])]
+        previous = f"y_{i}"
+    model = helper.make_model(helper.make_graph(
+        nodes, "ffn_chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, hidden])],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, [None, hidden])],
+        initializers), opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    ort = onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                       providers=["CPUExecutionProvider"])
+    return {"tf": lambda: plain(feed).numpy(), "tf_xla": lambda: xla(feed).numpy(),
+            "ort": lambda: ort.run(None, {"x": x})}
+
+
+def time_ffn_chain(config: dict, lengths: list[int], runs: int, threads: int) -> list[list]:
+    """Per token count: the chained feed-forward GEMMs in TF, TF XLA and ONNX Runtime."""
+    rows = []
+    for tokens in lengths:
+        medians = rotated_medians(ffn_chain_contenders(config, tokens, threads),
+                                  max(runs // 10, 5))
+        flops = 4 * tokens * config["hidden_size"] * config["intermediate_size"] * (
+            config["num_hidden_layers"])
+        rows.append([tokens, threads, *(f"{1e3 * medians[n]:.2f} ({flops / medians[n] / 1e9:.0f})"
+                                        for n in ("tf", "tf_xla", "ort")),
+                     f"{medians['tf'] / medians['ort']:.2f}",
+                     f"{medians['tf_xla'] / medians['ort']:.2f}"])
     return rows
 
 
@@ -188,6 +258,12 @@ def main(argv=None) -> int:
         ["m x k x n", "TF variables us (GFLOP/s)", "TF constants us (GFLOP/s)",
          "ORT us (GFLOP/s)", "TF variables / ORT", "TF constants / ORT"],
         time_gemms(shapes, args.runs, args.threads)))
+    lengths = sorted({16, 32, 128, args.length} if not args.quick else {args.length})
+    print(f"\nEvery layer's feed-forward GEMMs chained in one call ({args.threads} threads; "
+          "ms per call, GFLOP/s; run again with another --threads to see the scaling):\n")
+    print(common.markdown_table(
+        ["tokens", "threads", "TF ms (GFLOP/s)", "TF XLA ms (GFLOP/s)", "ORT ms (GFLOP/s)",
+         "TF / ORT", "TF XLA / ORT"], time_ffn_chain(config, lengths, args.runs, args.threads)))
     return 0
 
 

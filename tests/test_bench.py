@@ -31,7 +31,8 @@ BENCHMARKS = {
     "preprocessing_cost.py": r"session: preprocessing adds -?[\d.]+% at batch 1",
     "serving_latency.py": r"\| tiny \| 16 \| 1 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|",
     "serving_profile.py": r"\| 16 x 64 x 256 \| \d+ \(\d+\) \| \d+ \(\d+\) \| \d+ \(\d+\) \| "
-                          r"[\d.]+ \| [\d.]+ \|",
+                          r"[\d.]+ \| [\d.]+ \|(?s:.*)\| 16 \| 2 \| [\d.]+ \(\d+\) \| "
+                          r"[\d.]+ \(\d+\) \| [\d.]+ \(\d+\) \| [\d.]+ \| [\d.]+ \|",
     "serve_abuse.py": r"\| 4/4 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ \| \d+ \| 200 \|",
 }
 
