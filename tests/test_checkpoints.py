@@ -223,6 +223,29 @@ def test_model_dir_round_trip(tmp_path, vocab_file):
     assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
 
 
+def test_extra_files_are_in_place_before_the_rename(tmp_path, vocab_file, monkeypatch):
+    """`write_extra` files (the pretraining heads) land with the directory, not after it; a
+    directory being replaced stays readable until the new one is in place."""
+    path = str(tmp_path / "m")
+    save_model_dir(_random_encoder(), path, vocab_file, lower_case=True)
+    renames, real_replace = [], os.replace
+
+    def replace(src, dst):
+        renames.append((os.path.basename(src), os.path.basename(dst), sorted(os.listdir(src))))
+        if dst == path:  # the new directory goes in: the old one waits aside, whole
+            aside = [p for p in os.listdir(tmp_path) if ".old-" in p]
+            assert len(aside) == 1 and os.path.exists(tmp_path / aside[0] / "encoder.weights.h5")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    save_model_dir(_random_encoder(), path, vocab_file, lower_case=True,
+                   write_extra=lambda d: open(os.path.join(d, "extra.bin"), "wb").close())
+    (new_src, new_dst, contents), = [r for r in renames if r[1] == "m"]
+    assert ".tmp-" in new_src and "extra.bin" in contents
+    assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p or ".old-" in p]
+    assert "extra.bin" in os.listdir(path)
+
+
 def test_model_dir_refuses_to_overwrite_other_directories(tmp_path, vocab_file):
     (tmp_path / "precious").mkdir()
     (tmp_path / "precious" / "notes.txt").write_text("keep me")

@@ -297,11 +297,10 @@ def convert_google_with_heads(src: str, dest: str, vocab_file: str, lower_case: 
     config = BertConfig.from_json_file(os.path.join(src, "bert_config.json"))
     pretrainer = BertPretrainer.from_bert_config(config)
     report = load_google_pretrainer_weights(pretrainer, src)
-    model_dir = save_model_dir(pretrainer.encoder, dest, vocab_file, lower_case, metadata={
+    return save_model_dir(pretrainer.encoder, dest, vocab_file, lower_case, metadata={
         "converted_from": os.path.abspath(src), "format": "google",
-        "initialised": report.initialised}, rules=rules)
-    save_pretraining_heads(pretrainer, model_dir.path, skip=report.initialised)
-    return model_dir
+        "initialised": report.initialised}, rules=rules, write_extra=lambda directory:
+        save_pretraining_heads(pretrainer, directory, skip=report.initialised))
 
 
 # ----- any source ------------------------------------------------------------------------

@@ -185,11 +185,10 @@ def convert_hf(src: str, dest: str, vocab_file: str, lower_case: bool, rules: st
     if head is not None and arch in (MASKED_LM, PRETRAINING):
         pretrainer = BertPretrainer.from_bert_config(bert_config)
         report = heads.load_hf_pretrainer_weights(pretrainer, src)
-        model_dir = save_model_dir(pretrainer.encoder, dest, metadata={
+        return save_model_dir(pretrainer.encoder, dest, metadata={
             **metadata, "initialised": report.initialised,
-            "dropped": _dropped_heads(report.ignored)}, **save)
-        heads.save_pretraining_heads(pretrainer, model_dir.path, skip=report.initialised)
-        return model_dir
+            "dropped": _dropped_heads(report.ignored)}, **save, write_extra=lambda directory:
+            heads.save_pretraining_heads(pretrainer, directory, skip=report.initialised))
     encoder = BertEncoder(bert_config)
     targets, table, model, task, labels = encoder_variables(encoder), huggingface.ENCODER_TABLE, \
         None, None, None

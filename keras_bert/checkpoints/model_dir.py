@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import shutil
+from collections.abc import Callable
 from typing import Any
 
 from keras_bert.config import BertConfig
@@ -82,7 +83,8 @@ class ModelDir:
 
 def save_model_dir(encoder: BertEncoder, path: str, vocab_file: str, lower_case: bool,
                    metadata: dict[str, Any] | None = None, preprocessor=None,
-                   rules: str | None = None) -> ModelDir:
+                   rules: str | None = None,
+                   write_extra: Callable[[str], Any] | None = None) -> ModelDir:
     """Writes `encoder`, its vocab and tokenizer settings as a keras_bert model directory.
 
     `preprocessor` (a `BertPreprocessor`) records the sequence lengths the model was
@@ -90,7 +92,9 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab_file: str, lower_case:
     tokenizer rules are recorded (else `rules`, else `google`).
 
     The directory is written beside its final place and renamed into it, so an interrupted
-    write never leaves a half-written model directory.
+    write never leaves a half-written model directory; `write_extra(directory)` writes more
+    files into it before the rename (e.g. the pretraining heads). A directory it replaces is
+    moved aside first and removed only once the new one is in place.
     """
     path = os.path.abspath(path)
     is_model_dir = os.path.exists(os.path.join(path, MANIFEST))
@@ -118,9 +122,14 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab_file: str, lower_case:
     with open(os.path.join(tmp, MANIFEST), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")
+    if write_extra is not None:
+        write_extra(tmp)
+    old = f"{path}.old-{os.getpid()}"
     if os.path.exists(path):
-        shutil.rmtree(path)
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(path, old)
     os.replace(tmp, path)
+    shutil.rmtree(old, ignore_errors=True)
     return load_model_dir(path)
 
 

@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 
-from keras_bert.data.document_examples import DEFAULT_POOL_SIZE
+from keras_bert.data.document_examples import DEFAULT_POOL_SIZE, TOO_FEW_DOCUMENTS
 from keras_bert.data.pretraining import PretrainingOptions
 from keras_bert.data.record_writer import COUNTERS
 
@@ -127,8 +127,11 @@ def _dofns(beam):
             from keras_bert.data.tfrecord import serialize_example
 
             if self._pool_entries is not pool_entries:  # once per side input, not per element
-                self._pool = RandomNextPool(pool_entries)
+                self._pool = (RandomNextPool(pool_entries)
+                              if RandomNextPool.distinct(pool_entries) >= 2 else None)
                 self._pool_entries = pool_entries
+            if self._pool is None:  # too few documents: `run_pipeline` says so after the run
+                return
             key, document = element
             features = self._maker(key, document, self._pool)
             if not features:
@@ -173,6 +176,13 @@ def build_pipeline(pipeline, files: Sequence[str], output: str, vocab: list[str]
         shard_name_template="" if num_shards == 1 else "-SSSSS-of-NNNNN")
 
 
+def shard_paths(output: str, num_shards: int = 1) -> list[str]:
+    """The files `build_pipeline` writes for `output`."""
+    if num_shards == 1:
+        return [output]
+    return [f"{output}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
+
+
 def run_pipeline(files: Sequence[str], output: str, tokenizer, runner: str = "direct",
                  beam_args: Sequence[str] = (), workers: int | None = None,
                  **kwargs) -> dict:
@@ -208,4 +218,14 @@ def run_pipeline(files: Sequence[str], output: str, tokenizer, runner: str = "di
             totals["processes"][pid] = totals["processes"].get(pid, 0) + value
         else:
             totals[name] += value
+    if not totals["examples"]:  # Beam has written empty shards: take them back, say why
+        from apache_beam.io.filesystems import FileSystems
+
+        written = [p for p in shard_paths(output, kwargs.get("num_shards", 1))
+                   if FileSystems.exists(p)]
+        if written:
+            FileSystems.delete(written)
+        raise ValueError("the corpus gave no pretraining examples: "
+                         f"{TOO_FEW_DOCUMENTS.format(totals['documents'])} (identical "
+                         "documents count as one); nothing was written")
     return totals

@@ -40,14 +40,21 @@ def document_key(sentences: Sequence[str]) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
+TOO_FEW_DOCUMENTS = "NSP needs at least 2 different non-empty documents, got {}"
+
+
 class RandomNextPool:
     """The documents random next segments are drawn from: `(key, token document)` pairs."""
 
     def __init__(self, keyed_documents: Iterable[tuple[int, TokenDocument]]):
         self.entries = sorted(((k, d) for k, d in keyed_documents if d), key=lambda e: e[0])
-        if len({key for key, _ in self.entries}) < 2:
-            raise ValueError("NSP needs at least 2 different non-empty documents, got "
-                             f"{len(self.entries)}")
+        if self.distinct(self.entries) < 2:
+            raise ValueError(TOO_FEW_DOCUMENTS.format(len(self.entries)))
+
+    @staticmethod
+    def distinct(keyed_documents: Iterable[tuple[int, TokenDocument]]) -> int:
+        """How many different non-empty documents there are (NSP needs 2)."""
+        return len({key for key, document in keyed_documents if document})
 
     @classmethod
     def smallest(cls, keyed_documents: Iterable[tuple[int, TokenDocument]],

@@ -310,11 +310,12 @@ def run_pretraining(job: PretrainJob) -> dict:
         metrics["eval"]["mlm_frequency_baseline"] = mlm_frequency_baseline(evaluation)
         majority, examples = nsp_majority_baseline(evaluation)
         metrics["eval"].update(nsp_majority_baseline=majority, examples=examples)
-    model_dir = save_model_dir(
+    save_model_dir(
         pretrainer.encoder, os.path.join(job.out, "model"), _vocab_file(job, tokenizer),
         tokenizer.lower_case, rules=tokenizer.rules,
-        metadata={"pretrained_steps": optimizer_steps, "preset": _preset(job, phase1)})
-    save_pretraining_heads(pretrainer, model_dir.path)  # `--init model/` continues with them
+        metadata={"pretrained_steps": optimizer_steps, "preset": _preset(job, phase1)},
+        # `--init model/` continues with the heads
+        write_extra=lambda directory: save_pretraining_heads(pretrainer, directory))
     pretrainer.save_weights(os.path.join(job.out, "pretrainer.weights.h5"))
     if history:
         held_out = metrics.get("eval") or {}

@@ -170,3 +170,24 @@ def test_input_patterns_are_expanded(corpus_files, tmp_path):
         corpus_files[1], corpus_files[2], corpus_files[0]]
     with pytest.raises(FileNotFoundError, match="no input file matches"):
         expand_patterns([str(tmp_path / "none-*")])
+
+
+@pytest.mark.parametrize("texts", [[""], ["One sentence here. Another one follows."],
+                                   ["The same document.", "The same document."]],
+                         ids=["empty", "one-document", "identical-documents"])
+def test_too_small_a_corpus_is_refused_by_both_writers_and_nothing_is_left(tmp_path, capsys,
+                                                                           texts):
+    pytest.importorskip("apache_beam")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(texts), encoding="utf-8")
+    for runner in ([], ["--runner", "direct"]):
+        for shards in ("1", "2"):
+            out = tmp_path / "out"
+            out.mkdir()
+            assert main(["create-pretraining-data", "--vocab", VOCAB, "--input", str(corpus),
+                         "--output", str(out / "records"), "--num-shards", shards,
+                         *runner]) == 2
+            error = capsys.readouterr().err.strip().splitlines()[-1]
+            assert "NSP needs at least 2 different non-empty documents, got" in error, error
+            assert os.listdir(out) == [], (runner, shards)  # no shards, no Beam temp files
+            out.rmdir()
