@@ -31,7 +31,7 @@ from keras_bert.export.session_bundle import SessionBundle, read_signature_defs
 from keras_bert.export.versions import atomic_version_dir
 from keras_bert.export.warmup import predict_log, write_warmup
 from keras_bert.tasks.labels import LABELS_FILENAME
-from keras_bert.tasks.serving_module import XLA_MIN_BUCKET, Endpoint, ServingModule
+from keras_bert.tasks.serving_module import Endpoint, ServingModule, length_buckets
 
 # `export --precision` -> the Keras dtype policy the model is rebuilt under: matmuls in that
 # precision; variables, softmax, LayerNorm statistics and every output in float32.
@@ -97,7 +97,8 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
     or `bfloat16` / `float16` for accelerators (matmuls in that precision; the weights are
     stored in float32 and every output is float32). `xla`: the network XLA-compiled over
     length buckets (TF Serving needs `--xla_cpu_compilation_enabled=true` for it); the
-    warmup file then holds one request per bucket, so each compiles before traffic.
+    warmup file then holds one batch-1 request per length bucket, so each compiles before
+    traffic (other batch sizes, padded to a power of two, compile on first use).
     """
     source = load_model_dir(model_dir).with_rules(rules)
     module, kind, assets = build_serving_module(source, seq_length, pooling, max_length,
@@ -124,13 +125,9 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
 
 
 def bucket_word_counts(longest: int) -> list[int]:
-    """Words of a text that fills each XLA length bucket (16, 32, ... `longest`) once
+    """Words of a text that fills each XLA length bucket (`length_buckets(longest)`) once
     packed ("the" is one wordpiece; [CLS] and [SEP] take two)."""
-    counts, bucket = [], XLA_MIN_BUCKET
-    while bucket < longest:
-        counts.append(bucket - 2)
-        bucket *= 2
-    return counts + [max(longest - 2, 1)]
+    return [max(bucket - 2, 1) for bucket in length_buckets(longest)]
 
 
 def write_saved_model(path: str, endpoints: dict[str, Endpoint], resources=()) -> None:

@@ -69,7 +69,8 @@ class ServingModule:
 
     def use_xla(self) -> None:
         """Runs the network under `jit_compile` (XLA) with each batch padded to a length
-        bucket (16, 32, 64, ... up to the serving length), so a few shapes are compiled.
+        bucket (16, 32, 48, ... 128, 160, ... 256, 384, 512, up to the serving length) and to a
+        power-of-two number of rows (`pad_to_bucket`), so that few shapes are compiled.
 
         TF Serving runs such exports only with `--xla_cpu_compilation_enabled=true`.
         """
@@ -82,8 +83,11 @@ class ServingModule:
         """Packed inputs -> the task's named outputs."""
         if getattr(self, "_xla_model", None) is None:
             return self.outputs_fn(self.model(inputs, training=False), inputs)
-        inputs = pad_to_bucket(inputs, self.preprocessor.max_length)
-        return self.outputs_fn(self._xla_model(inputs), inputs)
+        batch = tf.shape(inputs["input_word_ids"])[0]
+        padded = pad_to_bucket(inputs, self.preprocessor.max_length)
+        outputs, padded = tf.nest.map_structure(lambda t: t[:batch],
+                                                (self._xla_model(padded), padded))
+        return self.outputs_fn(outputs, padded)
 
     def text_endpoint(self) -> Endpoint:
         """`serving_default`: `text` (and `text_b`) strings -> the task's outputs.
@@ -151,17 +155,32 @@ class ServingModule:
 XLA_MIN_BUCKET = 16
 
 
+def length_buckets(longest: int) -> list[int]:
+    """The sequence lengths an XLA export compiles for: every multiple of 16 up to 128, of
+    32 up to 256, then of 128 (at most 12%, 20%, 33% padding); the last one is `longest`."""
+    buckets, bucket = [], XLA_MIN_BUCKET
+    while bucket < longest:
+        buckets.append(bucket)
+        bucket += 16 if bucket < 128 else 32 if bucket < 256 else 128
+    return buckets + [max(int(longest), 1)]
+
+
 def pad_to_bucket(inputs: dict, longest: int) -> dict:
-    """The packed inputs padded (with 0: padding, masked out) to the next power-of-two
-    length of at least `XLA_MIN_BUCKET`, at most `longest` (the serving length): an
-    XLA-compiled network sees few shapes."""
-    length = tf.shape(inputs["input_word_ids"])[1]
-    bucket = tf.maximum(length - 1, 1)
-    for shift in (1, 2, 4, 8, 16):  # the next power of two, in integers
-        bucket = tf.bitwise.bitwise_or(bucket, tf.bitwise.right_shift(bucket, shift))
-    bucket = tf.minimum(tf.maximum(bucket + 1, XLA_MIN_BUCKET), max(int(longest), 1))
+    """The packed inputs padded so that an XLA-compiled network sees few shapes: positions
+    with 0 (padding, masked out) to the next of `length_buckets(longest)`, and rows (copies
+    of the first) to the next power of two. The caller keeps the first rows of the outputs.
+    """
+    ids = inputs["input_word_ids"]
+    batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
+    buckets = tf.constant(length_buckets(longest), tf.int32)
+    bucket = tf.reduce_min(tf.where(buckets >= length, buckets, buckets[-1]))
     bucket = tf.maximum(bucket, length)
-    return {name: tf.pad(value, [[0, 0], [0, bucket - length]])
+    rows = tf.maximum(batch - 1, 0)
+    for shift in (1, 2, 4, 8, 16):  # the next power of two, in integers (0 stays 0)
+        rows = tf.bitwise.bitwise_or(rows, tf.bitwise.right_shift(rows, shift))
+    rows = tf.where(batch > 0, rows + 1, 0)
+    take = tf.concat([tf.range(batch), tf.zeros([rows - batch], tf.int32)], axis=0)
+    return {name: tf.pad(tf.gather(value, take), [[0, 0], [0, bucket - length]])
             for name, value in inputs.items()}
 
 

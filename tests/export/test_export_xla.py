@@ -1,7 +1,7 @@
 """`keras-bert export --xla`: the network XLA-compiled over length buckets. Loaded as TF
 Serving loads it (Session, fresh process), it answers what the plain export answers on
-texts of many lengths, batch 1 and mixed batches; its warmup file holds one request per
-bucket; per-token task kinds refuse it by name."""
+texts of many lengths, batch 1 and mixed batches (11 texts: 16 rows compiled); its warmup
+file holds one request per length bucket; per-token task kinds refuse it by name."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from keras_bert.cli import main
 from keras_bert.export.exporter import bucket_word_counts
-from keras_bert.tasks.serving_module import pad_to_bucket
+from keras_bert.tasks.serving_module import length_buckets, pad_to_bucket
 from tests.export.helpers import (
     make_tiny_model_dir,
     make_tiny_task_dir,
@@ -65,14 +65,29 @@ def test_xla_export_answers_as_the_plain_export(tmp_path, kind):
 
 
 def test_buckets():
-    assert bucket_word_counts(64) == [14, 30, 62]
+    assert length_buckets(64) == [16, 32, 48, 64]
+    assert length_buckets(512) == [16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256,
+                                   384, 512]
+    assert length_buckets(200) == [16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 200]
+    assert length_buckets(8) == [8] and length_buckets(16) == [16]
+    assert bucket_word_counts(64) == [14, 30, 46, 62]
     assert bucket_word_counts(512)[-1] == 510
-    for length, longest, want in ((1, 64, 16), (16, 64, 16), (17, 64, 32), (33, 64, 64),
-                                  (64, 64, 64), (40, 48, 48), (200, 512, 256)):
-        ids = tf.ones([2, length], tf.int32)
-        padded = pad_to_bucket({"input_word_ids": ids, "input_mask": ids}, longest)
-        assert padded["input_word_ids"].shape == (2, want), (length, longest)
-        assert int(tf.reduce_sum(padded["input_mask"])) == 2 * length
+    for batch, rows in ((1, 1), (2, 2), (3, 4), (5, 8), (11, 16), (0, 0)):
+        for length, longest, want in ((1, 64, 16), (16, 64, 16), (17, 64, 32), (33, 64, 48),
+                                      (64, 64, 64), (40, 48, 48), (129, 512, 160),
+                                      (200, 512, 224), (300, 512, 384)):
+            ids = tf.reshape(tf.range(1, batch * length + 1), [batch, length])
+            mask = tf.ones([batch, length], tf.int32)
+            padded = pad_to_bucket({"input_word_ids": ids, "input_mask": mask}, longest)
+            assert padded["input_word_ids"].shape == (rows, want), (batch, length, longest)
+            # the first rows are the inputs, then masked-out positions; extra rows copy row 0
+            np.testing.assert_array_equal(padded["input_word_ids"][:batch, :length], ids)
+            assert int(tf.reduce_sum(padded["input_mask"][:batch])) == batch * length
+            assert not np.any(padded["input_word_ids"][:, length:])
+            if batch:
+                np.testing.assert_array_equal(padded["input_word_ids"][batch:],
+                                              np.repeat(padded["input_word_ids"][:1],
+                                                        rows - batch, axis=0))
 
 
 def test_per_token_tasks_refuse_xla(tmp_path, capsys):
