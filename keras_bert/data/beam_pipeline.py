@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from keras_bert.data.document_examples import DEFAULT_POOL_SIZE, TOO_FEW_DOCUMENTS
 from keras_bert.data.pretraining import PretrainingOptions
 from keras_bert.data.record_writer import COUNTERS
+from keras_bert.data.tfrecord import shard_paths
 
 RUNNERS = {"direct": "DirectRunner", "dataflow": "DataflowRunner", "flink": "FlinkRunner",
            "spark": "SparkRunner", "prism": "PrismRunner"}
@@ -174,13 +175,6 @@ def build_pipeline(pipeline, files: Sequence[str], output: str, vocab: list[str]
     return examples | "Write" >> beam.io.WriteToTFRecord(
         output, num_shards=num_shards,
         shard_name_template="" if num_shards == 1 else "-SSSSS-of-NNNNN")
-
-
-def shard_paths(output: str, num_shards: int = 1) -> list[str]:
-    """The files `build_pipeline` writes for `output`."""
-    if num_shards == 1:
-        return [output]
-    return [f"{output}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
 
 
 def run_pipeline(files: Sequence[str], output: str, tokenizer, runner: str = "direct",
