@@ -13,6 +13,9 @@ import pytest  # noqa: E402
 
 from keras_bert import BertConfig  # noqa: E402
 
+# `ci_rules`: no test skips under CI=true; `pytester`: the tests of that rule run a suite.
+pytest_plugins = ["tests.ci_rules", "pytester"]
+
 # The tiny encoder the unit tests use: builds and runs in well under a second on a CPU.
 TINY_CONFIG_KWARGS = dict(vocab_size=101, hidden_size=32, num_layers=2, num_heads=4,
                           intermediate_size=64, max_position_embeddings=64)
@@ -43,3 +46,36 @@ def _keras_state():
     policy = keras.config.dtype_policy()
     yield
     keras.config.set_dtype_policy(policy)
+
+
+# ----- shared models: built once per test process (per xdist worker), read-only for tests ---
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> str:
+    """A tiny random encoder's model directory (`tests/export/helpers.make_tiny_model_dir`,
+    seed 0). Tests must not write into it: copy it first."""
+    from tests.export.helpers import make_tiny_model_dir
+
+    return make_tiny_model_dir(str(tmp_path_factory.mktemp("tiny")))
+
+
+@pytest.fixture(scope="session")
+def tiny_export(tiny_model_dir, tmp_path_factory):
+    """Its export as `BASE/1/` (an `ExportResult`; no op audit: that is tested in
+    tests/export/test_op_audit.py). Shared by the serving, fuzz and abuse tests: copy the
+    version directory before adding versions next to it."""
+    from keras_bert.export.exporter import export_model
+
+    return export_model(tiny_model_dir, str(tmp_path_factory.mktemp("serving") / "bert"),
+                        target=None)
+
+
+@pytest.fixture(scope="session")
+def minilm_model_dir(tmp_path_factory) -> str:
+    """The real all-MiniLM-L6-v2 weights converted once (`convert`, the library call; the
+    `keras-bert convert` command itself is tested in tests/test_cli_convert_encode.py)."""
+    from keras_bert.checkpoints import convert
+    from tests.reference import minilm_dir
+
+    return convert(minilm_dir(), str(tmp_path_factory.mktemp("minilm") / "minilm")).path

@@ -1,7 +1,8 @@
 """Access to the reference implementations and real weights used by parity tests.
 
 They are installed by `scripts/install.sh`. Locally a missing one skips its tests; under CI
-(`CI=true`) it fails them, so the parity proofs can never silently stop running.
+(`CI=true`) it fails them, so the parity proofs can never silently stop running (and
+`tests/ci_rules.py` fails any other skip under CI too).
 """
 
 import importlib
@@ -9,10 +10,12 @@ import os
 
 import pytest
 
+from tests.ci_rules import under_ci
+
 
 def missing(reason: str):
     """Skips the test for a reference that is not there, or fails it under CI."""
-    if os.environ.get("CI", "").lower() == "true":
+    if under_ci():
         pytest.fail(f"{reason}; it is required under CI")
     pytest.skip(reason)
 

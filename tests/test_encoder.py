@@ -308,9 +308,27 @@ def test_mixed_bfloat16_is_close_to_float32(encoder, tiny_config, rng):
     assert np.abs(pooled_half - pooled_full).max() > 0
 
 
-def test_mixed_precision_survives_save_load(tiny_config, tmp_path):
+def test_mixed_precision_survives_save_load(tiny_config, tmp_path, rng):
     mixed = BertEncoder(tiny_config, dtype="mixed_bfloat16")
+    nb.randomize_weights(mixed, rng)  # no zero biases or unit LayerNorm scales left
+    inputs = nb.random_inputs(tiny_config, rng, [12, 5, 9])
+    before = mixed(inputs)
     path = tmp_path / "mixed.keras"
     mixed.save(path)
     loaded = keras.saving.load_model(path)
     assert loaded.blocks[0].compute_dtype == "bfloat16"
+    # Every weight comes back under its name with its value (and stays float32).
+    assert [w.path for w in loaded.weights] == [w.path for w in mixed.weights]
+    for saved, restored in zip(mixed.weights, loaded.weights, strict=True):
+        assert restored.dtype == "float32", restored.path
+        np.testing.assert_array_equal(np_(restored), np_(saved), err_msg=restored.path)
+    # ... and the loaded model answers as the saved one did, in bfloat16.
+    after = loaded(inputs)
+    assert set(after) == OUTPUT_KEYS and after["sequence_output"].dtype == "bfloat16"
+    assert len(after["encoder_outputs"]) == tiny_config.num_layers
+    for key in sorted(OUTPUT_KEYS):
+        for k, (a, b) in enumerate(zip(keras.tree.flatten(after[key]),
+                                       keras.tree.flatten(before[key]), strict=True)):
+            np.testing.assert_array_equal(np_(keras.ops.cast(a, "float32")),
+                                          np_(keras.ops.cast(b, "float32")),
+                                          err_msg=f"{key} [{k}]")

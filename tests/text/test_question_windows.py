@@ -5,6 +5,7 @@ empty and unanswerable examples, at several lengths and strides."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -42,7 +43,8 @@ EXAMPLES = [
 ]
 
 
-def _windows(tokenizer, examples, seq_length, max_query_length, doc_stride):
+def _answer_bytes(examples):
+    """int64 `[pairs]` UTF-8 byte offsets of each answer's start and end (`-1`: none)."""
     starts, ends = [], []
     for ex in examples:
         if ex.answers and not ex.is_impossible:
@@ -52,10 +54,14 @@ def _windows(tokenizer, examples, seq_length, max_query_length, doc_stride):
         else:
             starts.append(-1)
             ends.append(-1)
+    return tf.constant(starts, tf.int64), tf.constant(ends, tf.int64)
+
+
+def _windows(tokenizer, examples, seq_length, max_query_length, doc_stride):
     return question_windows(
         BertPreprocessor(tokenizer, seq_length), tf.constant([ex.question for ex in examples]),
         tf.constant([ex.context for ex in examples]), max_query_length, doc_stride,
-        tf.constant(starts, tf.int64), tf.constant(ends, tf.int64))
+        *_answer_bytes(examples))
 
 
 @pytest.mark.parametrize("seq_length,max_query_length,doc_stride",
@@ -86,8 +92,29 @@ def test_an_answer_on_no_token_is_reported(tokenizer):
 
 
 def test_runs_traced(tokenizer):
+    """Traced (as the export and the data pipeline run it) it answers exactly as eagerly:
+    every output, the windows and the answer labels included."""
     pre = BertPreprocessor(tokenizer, None, max_length=48)
-    fn = tf.function(lambda q, c: question_windows(pre, q, c, 8, 16)["inputs"],
-                     input_signature=[tf.TensorSpec([None], tf.string)] * 2)
-    out = fn(tf.constant(["Who?", "Which whale?"]), tf.constant(["Call me Ishmael.", LONG]))
-    assert out["input_word_ids"].shape[1] == 48 and out["input_word_ids"].shape[0] > 2
+
+    def windows(q, c, start, end):
+        result = dict(question_windows(pre, q, c, 8, 16, start, end))
+        w = result.pop("windows")  # a dataclass: as a dict, so tf.function can return it
+        result.update({f"windows.{f.name}": getattr(w, f.name) for f in dataclasses.fields(w)})
+        return result
+
+    traced = tf.function(windows, input_signature=[tf.TensorSpec([None], tf.string)] * 2
+                         + [tf.TensorSpec([None], tf.int64)] * 2)
+    examples = [EXAMPLES[i] for i in (3, 1, 2, 5)]  # short, long, accented + CJK, empty
+    args = (tf.constant([ex.question for ex in examples]),
+            tf.constant([ex.context for ex in examples]), *_answer_bytes(examples))
+    out, eager = traced(*args), windows(*args)
+    assert out["inputs"]["input_word_ids"].shape[1] == 48
+    assert out["inputs"]["input_word_ids"].shape[0] > len(examples)
+    assert sorted(out) == sorted(eager) and "start_positions" in out
+    tf.nest.assert_same_structure(out, eager, expand_composites=True)
+    for name in sorted(out):  # a ragged output flattens to its values and row splits
+        got = tf.nest.flatten(out[name], expand_composites=True)
+        want = tf.nest.flatten(eager[name], expand_composites=True)
+        for k, (a, b) in enumerate(zip(got, want, strict=True)):
+            assert a.dtype == b.dtype, (name, k)
+            np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=f"{name} [{k}]")

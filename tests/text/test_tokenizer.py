@@ -32,6 +32,7 @@ from keras_bert.text import BertTokenizer
 from keras_bert.text.tokenizer import load_vocab
 from tests.reference import missing
 
+from .code_points import ALL_SCALARS, groups_of_16, property_runs, sampled_scalars
 from .reference_tokenizer import ReferenceTokenizer
 
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "keras_bert" / "data" / "corpus"
@@ -40,7 +41,9 @@ CORPUS_DIR = Path(__file__).resolve().parents[2] / "keras_bert" / "data" / "corp
 # Unicode database versions (Python's `unicodedata` vs ICU / RE2 inside TensorFlow). Empty:
 # every character class and the lower-case mapping are generated from Python's own
 # `unicodedata` / `str.lower()`, and the only ICU step (NFD) agrees with Python on every
-# code point Python knows (checked exhaustively below); code points newer than Python's
+# code point Python knows (checked on every one by `test_every_code_point`, exhaustive tier,
+# and in every run through the CLI against Google's tokenizer in test_tokenizer_upstream.py;
+# the default tier samples every property boundary); code points newer than Python's
 # Unicode version are unassigned (category Cn) for it and dropped before NFD.
 KNOWN_UNICODE_VERSION_EXCEPTIONS: frozenset[str] = frozenset()
 
@@ -278,27 +281,37 @@ def test_known_values(uncased):
     assert ids.count(tokenizer.unk_id) == 0
 
 
+def _code_point_differences(pair, scalars) -> tuple[list[str], list[str]]:
+    """Texts of `scalars` whose ids differ from the reference: groups of 16 consecutive
+    scalar values and each BMP one alone; then each between two letters ("a" + c + "a":
+    whether c splits a word (whitespace, punctuation, CJK) or joins it is decided as the
+    original decides, including in the word splitting that FastWordpiece does itself)."""
+    tokenizer, reference = pair
+    texts = groups_of_16(scalars) + [chr(c) for c in scalars if c < 0x10000]
+    between = ["a" + chr(c) + "a" for c in scalars]
+    differ = []
+    for batch in (texts, between):
+        got = _ids(tokenizer, _encode(batch))
+        differ.append([t for t, g in zip(batch, got, strict=True) if g != reference.ids(t)])
+    return differ[0], differ[1]
+
+
+def test_code_points_sampled(pair):
+    """Every boundary of the properties the rules read (`code_points.sampled_scalars`: the
+    first, last and a random character of each of ~4,300 runs, plus Latin-1)."""
+    scalars = sampled_scalars()
+    assert 7000 < len(scalars) < 9000 and len(property_runs()) > 4000
+    alone, between = _code_point_differences(pair, scalars)
+    assert not alone, [hex(ord(c)) for c in alone[0]][:16]
+    assert not between, [hex(ord(t[1])) for t in between[:16]]
+
+
+@pytest.mark.exhaustive
 def test_every_code_point(pair):
-    """All 1,112,064 scalar values, 16 consecutive ones per string, plus each BMP one alone."""
-    tokenizer, reference = pair
-    cps = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
-    groups = ["".join(chr(c) for c in cps[i:i + 16]) for i in range(0, len(cps), 16)]
-    singles = [chr(c) for c in cps if c < 0x10000]
-    texts = groups + singles
-    got = _ids(tokenizer, _encode(texts))
-    diff = [t for t, g in zip(texts, got, strict=True) if g != reference.ids(t)]
-    assert not diff, [hex(ord(c)) for c in diff[0]][:16]
-
-
-def test_every_code_point_between_letters(pair):
-    """"a" + c + "a" for all scalar values c: whether c splits a word (whitespace,
-    punctuation, CJK) or joins it is decided as the original decides, including in the
-    word splitting that FastWordpiece does itself in `tokenize`."""
-    tokenizer, reference = pair
-    texts = ["a" + chr(c) + "a" for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
-    got = _ids(tokenizer, _encode(texts))
-    diff = [t for t, g in zip(texts, got, strict=True) if g != reference.ids(t)]
-    assert not diff, [hex(ord(t[1])) for t in diff[:16]]
+    """All 1,112,064 scalar values (the exhaustive tier: ~5 million reference calls)."""
+    alone, between = _code_point_differences(pair, ALL_SCALARS)
+    assert not alone, [hex(ord(c)) for c in alone[0]][:16]
+    assert not between, [hex(ord(t[1])) for t in between[:16]]
 
 
 # ------------------------------------------------------------------------------ hypothesis

@@ -1,0 +1,75 @@
+"""The durations log of a test run: where the time went, from pytest's JUnit XML.
+
+    python scripts/test_durations.py ci-logs/junit.xml                 # print the summary
+    python scripts/test_durations.py ci-logs/junit.xml --markdown F    # also write it as F
+
+Prints the run's totals, the time per test file (setup and teardown of module fixtures
+included, as JUnit XML counts them) and the slowest tests. `.ci/run` prints it after every
+run; `docs/test-durations.md` is one such summary, committed with the host it ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import xml.etree.ElementTree as ET
+
+
+def read_cases(path: str) -> list[dict]:
+    """The test cases of a JUnit XML file: nodeid-like name, file, seconds and outcome."""
+    cases = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[child.tag]
+        module = case.get("classname", "")
+        file = module.split(".")
+        # classname is `tests.pkg.test_mod` or `tests.pkg.test_mod.TestClass`
+        while file and not file[-1].startswith("test_"):
+            file.pop()
+        cases.append({"file": "/".join(file) + ".py" if file else module,
+                      "name": f"{module}::{case.get('name')}",
+                      "seconds": float(case.get("time", 0) or 0), "outcome": outcome})
+    return cases
+
+
+def summary(cases: list[dict], slowest: int = 40) -> str:
+    """A Markdown summary: totals, per-file times, the slowest tests."""
+    if not cases:
+        raise ValueError("the JUnit XML holds no test case")
+    total = sum(c["seconds"] for c in cases)
+    outcomes = collections.Counter(c["outcome"] for c in cases)
+    per_file = collections.defaultdict(lambda: [0.0, 0])
+    for c in cases:
+        per_file[c["file"]][0] += c["seconds"]
+        per_file[c["file"]][1] += 1
+    lines = [f"{len(cases)} tests, {total:.0f} s of test time in all "
+             f"({', '.join(f'{n} {k}' for k, n in sorted(outcomes.items()))}); "
+             f"over 30 s: {sum(c['seconds'] > 30 for c in cases)}", "",
+             "| file | tests | seconds | share |", "| --- | ---: | ---: | ---: |"]
+    for file, (seconds, count) in sorted(per_file.items(), key=lambda kv: -kv[1][0]):
+        lines.append(f"| `{file}` | {count} | {seconds:.1f} | {seconds / total:.1%} |")
+    lines += ["", f"Slowest {slowest} tests:", "", "| test | seconds |", "| --- | ---: |"]
+    for c in sorted(cases, key=lambda c: -c["seconds"])[:slowest]:
+        lines.append(f"| `{c['name']}` | {c['seconds']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("junit_xml")
+    parser.add_argument("--slowest", type=int, default=40)
+    parser.add_argument("--markdown", help="also write the summary to this file")
+    args = parser.parse_args(argv)
+    text = summary(read_cases(args.junit_xml), args.slowest)
+    sys.stdout.write(text)
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
