@@ -38,6 +38,11 @@ WORDS = FILLER + CITIES + FIRST + SURNAMES + COUNTRIES + ["whale", "capital"]
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 FAST = ["--epochs", "2", "--batch-size", "16", "--learning-rate", "2e-3", "--seq-length", "24",
         "--quiet", "--seed", "7"]
+# Enough training to learn the rules: FAST's 2 epochs at 2e-3 leave classify and tag at chance
+# (measured on 4 starting models and data sets: accuracy 0.5, span F1 0.0-0.08); 12 epochs at
+# 5e-3 learn them (the figures are at each test's check). The steps cost little beside tracing.
+LEARN = ["--epochs", "12", "--batch-size", "16", "--learning-rate", "5e-3", "--seq-length", "24",
+         "--quiet", "--seed", "7"]
 
 
 def _sentences(rng, n):
@@ -97,7 +102,7 @@ def _iob2_spans(tags):
 def test_finetune_classify_then_predict(model_dir, tmp_path, rng, capsys):
     train, evaluation = _classify_files(tmp_path, rng)
     out = tmp_path / "run"
-    loud = [arg for arg in FAST if arg != "--quiet"]
+    loud = [arg for arg in LEARN if arg != "--quiet"]
     code, _, err = _run(["finetune", "--task", "classify", "--model", model_dir, "--train",
                          train, "--eval", evaluation, "--out", str(out), *loud], capsys)
     assert code == 0, err
@@ -105,7 +110,7 @@ def test_finetune_classify_then_predict(model_dir, tmp_path, rng, capsys):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["task"] == "classify" and metrics["train_examples"] == 96
     assert metrics["eval_examples"] == 32
-    assert metrics["steps"] == 2 * 6
+    assert metrics["steps"] == 12 * 6
     assert (out / "curves.png").stat().st_size > 0
     for name in ("keras_bert.json", "vocab.txt", "encoder.weights.h5", "head.weights.h5",
                  "labels.txt"):
@@ -127,6 +132,11 @@ def test_finetune_classify_then_predict(model_dir, tmp_path, rng, capsys):
         gold = [row["label"] for row in csv.DictReader(f)]
     accuracy = np.mean([p["label"] == g for p, g in zip(predictions, gold, strict=True)])
     assert accuracy == pytest.approx(metrics["eval"]["accuracy"])
+    # It learned the rule. Measured eval accuracy: 1.0 here and on 4 other starting models
+    # and data sets; the untrained model (learning rate 0) 0.5 here and on 2 others, trained
+    # on shuffled labels 0.41 and 0.47; the majority class 0.5 (the eval set is balanced).
+    assert metrics["eval"]["majority_baseline"] == 0.5
+    assert accuracy >= 0.9, metrics["eval"]
 
 
 
@@ -163,8 +173,8 @@ def test_finetune_regress_writes_correlations(model_dir, tmp_path, rng, capsys):
         f.write("text\tscore\n" + "".join(f"{t}\t{s}\n" for t, s in rows))
     result = run_finetuning(FinetuneJob(
         task="regress", model=model_dir, train=train, eval=train, out=str(tmp_path / "run"),
-        label_column="score", seq_length=24, epochs=1, batch_size=16, verbose=0,
-        validate_each_epoch=False))
+        label_column="score", seq_length=24, epochs=24, batch_size=16, learning_rate=5e-3,
+        verbose=0, validate_each_epoch=False))
     assert set(result["eval"]) == {"pearson", "spearman", "mse"}
     # the reloaded model's scores on the same file, scored with NumPy
     code, stdout, err = _run(["predict", str(tmp_path / "run" / "model"), "--input", train],
@@ -180,6 +190,14 @@ def test_finetune_regress_writes_correlations(model_dir, tmp_path, rng, capsys):
     if len(set(gold)) == len(gold):  # no ties: Spearman is Pearson of the ranks
         assert result["eval"]["spearman"] == pytest.approx(
             np.corrcoef(rank(scores), rank(gold))[0, 1], abs=1e-4)
+    # It learned the rule (72 steps at 5e-3; the 3 steps at the default 5e-5 this test took
+    # before leave it untrained: Pearson -0.01, MSE 2.2 variances). Measured: Pearson 0.98 here,
+    # 0.78-0.95 on 3 other starting models and data sets; MSE 0.04 of the scores' variance (the
+    # MSE of the best constant, their mean) here, 0.10-0.56 on the others. The untrained model
+    # (learning rate 0): Pearson -0.26 here and -0.03, MSE 1.5 and 2.3 variances; trained on
+    # shuffled scores: Pearson -0.41 and -0.27, MSE 2.4 and 1.0 variances.
+    assert np.corrcoef(scores, gold)[0, 1] >= 0.6, result["eval"]
+    assert np.mean((scores - gold) ** 2) < 0.8 * np.var(gold), (result["eval"], np.var(gold))
 
 
 # ----- tag ---------------------------------------------------------------------------------------
@@ -216,7 +234,7 @@ def test_finetune_tag_then_predict(model_dir, tmp_path, rng, capsys, monkeypatch
     evaluation = _write_conll(tmp_path / "eval.conll", eval_sentences)
     out = tmp_path / "run"
     code, _, err = _run(["finetune", "--task", "tag", "--model", model_dir, "--train", train,
-                         "--eval", evaluation, "--out", str(out), *FAST], capsys)
+                         "--eval", evaluation, "--out", str(out), *LEARN], capsys)
     assert code == 0, err
     metrics = json.loads((out / "metrics.json").read_text())
     assert (out / "model" / "labels.txt").read_text().split() == ["B-LOC", "B-PER", "I-PER", "O"]
@@ -235,6 +253,10 @@ def test_finetune_tag_then_predict(model_dir, tmp_path, rng, capsys, monkeypatch
     f1 = 2 * precision * recall / (precision + recall) if correct else 0.0
     assert (metrics["eval"]["precision"], metrics["eval"]["recall"], metrics["eval"]["f1"]) \
         == pytest.approx((precision, recall, f1), abs=1e-6)
+    # It learned the rule. Measured span F1: 1.0 here and on 4 other starting models and data
+    # sets; the untrained model (learning rate 0) 0.12 here, 0.03 and 0.05 on 2 others;
+    # trained on shuffled tags 0.0 and 0.09.
+    assert f1 >= 0.8, metrics["eval"]
 
     monkeypatch.setattr("sys.stdin", io.StringIO("ahab smith sailed to paris\nthe sea\n"))
     code, stdout, err = _run(["predict", str(out / "model"), "--input", "-"], capsys)
@@ -304,6 +326,10 @@ def test_finetune_squad_then_predict(model_dir, tmp_path, rng, capsys):
     f1 = [2 / (len(w) + 1) if g in w else 0.0 for w, g in zip(words, golds, strict=True)]
     assert metrics["eval"]["exact_match"] == pytest.approx(100 * np.mean(exact))
     assert metrics["eval"]["f1"] == pytest.approx(100 * np.mean(f1))
+    # It learned to find the answer (FAST's 8 steps are enough here). Measured exact match and
+    # F1: 100 here, 100, 100, 100 and 91.7 on 4 other starting models and data sets; the
+    # untrained model (learning rate 0): exact match 0 here and on 2 others, F1 28.9 here, 0.
+    assert 100 * np.mean(exact) >= 75 and 100 * np.mean(f1) >= 75, metrics["eval"]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "what ?", "context": "sea ."}\n{"question": "where ?"}\n')
     code, _, err = _run(["predict", str(out / "model"), "--input", str(bad)], capsys)

@@ -150,20 +150,34 @@ def _cli(out, train, model):
                             stderr=subprocess.PIPE, text=True)
 
 
+def _newest_step(directory) -> int:
+    """The step of the newest checkpoint in `directory` (0 when there is none)."""
+    return max((int(os.path.basename(p)[5:14])
+                for p in glob.glob(os.path.join(directory, "ckpt-*.npz"))), default=0)
+
+
 def _sigkill_after_checkpoint(process, directory, newer_than=0, timeout=300):
     """SIGKILLs `process` as soon as a checkpoint past step `newer_than` exists; returns the
-    newest step seen then (None if the process ended first)."""
+    newest step on disk once it is dead (None if the process ended before that)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:
-        steps = [int(os.path.basename(p)[5:14])
-                 for p in glob.glob(os.path.join(directory, "ckpt-*.npz"))]
-        if steps and max(steps) > newer_than:
+        if _newest_step(directory) > newer_than:
             process.send_signal(signal.SIGKILL)
             process.wait()
-            return max(steps)
-        time.sleep(0.05)
+            # what the next run resumes from: the kill may land a checkpoint or two later
+            return _newest_step(directory)
+        time.sleep(0.01)
     process.wait()
     return None
+
+
+def _encoder_arrays(model) -> dict[str, np.ndarray]:
+    """The arrays of `model/encoder.weights.h5` by their path in the file."""
+    arrays = {}
+    with h5py.File(os.path.join(model, "encoder.weights.h5"), "r") as f:
+        f.visititems(lambda name, item: arrays.update({name: np.array(item)})
+                     if isinstance(item, h5py.Dataset) else None)
+    return arrays
 
 
 def test_sigkill_twice_then_resume_is_bit_identical(model_dir, tmp_path, rng):
@@ -172,14 +186,28 @@ def test_sigkill_twice_then_resume_is_bit_identical(model_dir, tmp_path, rng):
     straight = _cli(tmp_path / "straight", train, model_dir)
     assert straight.wait(timeout=600) == 0, straight.stderr.read()[-2000:]
     out = tmp_path / "killed"
-    seen, kills = 0, 0
-    for _ in range(2):
-        step = _sigkill_after_checkpoint(_cli(out, train, model_dir), out / "checkpoints", seen)
-        if step is None:
-            break
-        seen, kills = step, kills + 1
-    assert kills >= 1  # 30 steps in all; the kills land after the checkpoints at 2, 4...
+    kills = [0]  # the step each run was killed after (what the next run resumes from)
+    for n in (1, 2):
+        process = _cli(out, train, model_dir)
+        step = _sigkill_after_checkpoint(process, out / "checkpoints", kills[-1])
+        # A real kill mid-run: the process died of SIGKILL (not a finished run's exit 0)
+        # before its last step (30: 3 epochs of 10 batches of 4), after training on past the
+        # previous kill's checkpoint (checkpoints every 2 steps: 14 chances to kill a run).
+        assert step is not None and process.returncode == -signal.SIGKILL, (
+            f"run {n} ended (exit {process.returncode}) before it was killed; kills: "
+            f"{kills[1:]}", process.stderr.read()[-2000:])
+        assert kills[-1] < step < 30, (n, kills, step)
+        assert not (out / "checkpoints" / "complete.json").exists()
+        kills.append(step)
+    assert not (out / "model").exists()  # neither killed run got to the end
     final = _cli(out, train, model_dir)
     assert final.wait(timeout=600) == 0, final.stderr.read()[-2000:]
-    for x, y in zip(_weights(tmp_path / "straight"), _weights(out), strict=True):
+    a, b = _weights(tmp_path / "straight"), _weights(out)
+    assert len(a) == len(b) > 10  # the encoder's and the head's arrays, all found
+    for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x, y)
+    # and training did something: every array of the encoder moved from the starting model
+    start, trained = _encoder_arrays(model_dir), _encoder_arrays(out / "model")
+    assert sorted(start) == sorted(trained) and len(start) > 10
+    unchanged = [name for name in start if np.array_equal(start[name], trained[name])]
+    assert not unchanged, f"{len(unchanged)} of {len(start)} arrays as they started: {unchanged}"

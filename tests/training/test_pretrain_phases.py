@@ -88,10 +88,19 @@ def test_phase2_starts_from_phase1_weights_and_optimizer_state(phases, tmp_path)
 
 def test_held_out_mlm_accuracy_improves_in_phase2(phases):
     """Phase 1 ends on the plateau of the most frequent token; phase 2, continuing it,
-    leaves it (a run starting fresh at 2e-3 leaves it only after ~200 steps)."""
+    leaves it (a run starting fresh at 2e-3 leaves it only after ~200 steps).
+
+    Each eval set's frequency baseline is the negative control: phase 1's model, where phase
+    2 starts, scores exactly it on phase 2's held-out set (measured: phase 2 at learning rate
+    0 scored its baseline to 1e-8, for 3 seeds). Phase 1's and phase 2's eval sets differ
+    (sequence lengths 32 and 64), so their accuracies are not compared with each other."""
     first, second = _metrics(phases[0])["eval"], _metrics(phases[1])["eval"]
-    assert second["mlm_accuracy"] > first["mlm_accuracy"] + 0.005, (first, second)
-    assert second["mlm_accuracy"] > second["mlm_frequency_baseline"] + 0.005, second
+    # Measured, 3 seeds: phase 1 at its baseline to 2e-8 (0.0567, 0.0596, 0.0640).
+    assert first["mlm_accuracy"] == pytest.approx(first["mlm_frequency_baseline"],
+                                                  abs=1e-3), first
+    # Measured: phase 2 0.0695 against its baseline's 0.0566 here (+0.0129, seed 12345);
+    # +0.0200 and +0.0070 with seeds 1 and 2.
+    assert second["mlm_accuracy"] > second["mlm_frequency_baseline"] + 0.006, (first, second)
 
 
 
