@@ -28,7 +28,7 @@ import pytest
 
 from tests.export.runtimes import RUNTIMES, runtime_python
 
-pytestmark = pytest.mark.slow  # the build fetches ~90 MB of wheels; ~1.5 min on 2 cores
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # the build fetches ~90 MB of wheels; ~1.5 min on 2 cores
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "scripts", "kaggle_wheelhouse.py")

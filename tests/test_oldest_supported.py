@@ -23,6 +23,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from tests.export.runtimes import PIP_INSTALL, cache_dir, environment_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -66,6 +68,7 @@ def _oldest_python() -> str:
         expect_tensorflow=pins["tensorflow"])
 
 
+@pytest.mark.timeout(2400)  # builds a virtual environment, then runs an inner suite
 def test_oldest_supported_versions_run_the_smoke_subset(tmp_path):
     python = _oldest_python()
     pins = _pins(OLDEST)

@@ -164,5 +164,6 @@ def test_fuzzed_text_never_crashes(exported):
 
 
 @pytest.mark.exhaustive
+@pytest.mark.timeout(2400)  # 100,000 strings through every path
 def test_fuzzed_text_never_crashes_full(exported):
     _fuzz_all(exported, FULL_COUNT, seed=2)

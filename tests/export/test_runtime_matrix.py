@@ -37,7 +37,7 @@ from tests.export.run_session_bundle import save_arrays
 from tests.export.runtimes import RUNTIMES, runtime_python
 from tests.reference import minilm_dir
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]  # the first builds two venvs
 
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
                       "keras_bert", "data", "corpus", "moby_dick.txt")
