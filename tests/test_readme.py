@@ -198,6 +198,7 @@ def _check_outputs(work):
 
 
 @pytest.mark.slow  # ~25 processes that each start TensorFlow: 5-6 min on 2 shared cores
+@pytest.mark.timeout(1800)  # over 900 s beside a second xdist worker (session 16)
 def test_readme_commands_run_as_printed(tmp_path):
     with open(README, encoding="utf-8") as f:
         commands = [strip_comment(c) for c in bash_commands(f.read())]
