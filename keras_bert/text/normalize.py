@@ -75,6 +75,13 @@ def _re2_class(code_points: list[int]) -> str:
     return "[" + "".join(parts) + "]"
 
 
+# Unassigned (Cn) and private-use (Co) characters have no case mapping, decomposition or
+# combining class and are not space, punctuation, Mn, cased or case-ignorable: the table loop
+# asks them only whether they lie in a CJK block (and caseless letters, Lo, a few more). `tests/text/test_normalize_tables.py`
+# checks the tables against the loop that asks every character every question.
+_UNUSED = frozenset({"Cn", "Co"})
+
+
 @functools.lru_cache(maxsize=2)
 def unicode_tables(rules: str = DEFAULT_RULES) -> dict:
     """Character classes and case tables from this Python's `unicodedata` (cached), for the
@@ -100,6 +107,23 @@ def unicode_tables(rules: str = DEFAULT_RULES) -> dict:
         cat = unicodedata.category(ch)
         if ch not in "\t\n\r" and (cat in dropped_categories or cp in (0, 0xFFFD)):
             drop.append(cp)
+            continue
+        if cat in _UNUSED:  # 0.97 M of 1.11 M scalar values: one question left
+            if cat == "Cn":
+                unassigned.append(cp)
+            if cp in cjk_set:
+                cjk.append(cp)
+            kept.append(cp)  # all >= 128
+            inert.append(cp)
+            continue
+        if cat == "Lo":  # 0.13 M: caseless letters, none below 128, space or punctuation
+            if cp in cjk_set:
+                cjk.append(cp)
+            kept.append(cp)
+            if not unicodedata.combining(ch) and unicodedata.normalize("NFD", ch) == ch:
+                inert.append(cp)
+            if (ch + "\u03a3").lower()[-1] == "\u03c2":  # U+00AA, U+00BA: Other_Lowercase
+                cased.append(cp)
             continue
         if cat == "Cn":
             unassigned.append(cp)
