@@ -34,6 +34,7 @@ from keras_bert.tasks.classification import ClassifyTask
 from keras_bert.training.finetune_job import write_json
 from keras_bert.training.optimizer import create_optimizer
 from keras_bert.training.plots import plot_history
+from keras_bert.training.resume import build_optimizer
 
 
 def distillation_loss(labels, student_logits, teacher_logits, temperature: float = 2.0,
@@ -212,6 +213,7 @@ def run_distillation(job: DistillJob) -> dict:
     distiller.compile(optimizer=create_optimizer(job.learning_rate, total_steps,
                                                  int(job.warmup_fraction * total_steps)),
                       jit_compile=False)
+    build_optimizer(distiller)
     history = distiller.fit(train_ds, epochs=job.epochs, verbose=job.verbose, shuffle=False)
     logs = {k: [float(v) for v in values] for k, values in history.history.items()}
 

@@ -85,6 +85,18 @@ def check_same_arguments(saved: dict | None, current: dict | None, directory: st
         f"with another output directory (or delete {directory}).")
 
 
+def build_optimizer(model: keras.Model) -> None:
+    """Creates the compiled optimizer's variables for the model's trainable weights now.
+
+    Without a distribution strategy Keras (TF backend) leaves them to the first trace of the
+    training step, and `tf.function` then traces the step a second time, without variable
+    creation: seconds of tracing per `fit` (5 of 22 s for a tiny classifier's whole job).
+    """
+    if model.optimizer is not None and not model.optimizer.built:
+        with model.distribute_strategy.scope():
+            model.optimizer.build(model.trainable_variables)
+
+
 def fit_from_step(model: keras.Model, stream, *, epochs: int, steps_per_epoch: int,
                   start_step: int = 0, **fit_kwargs) -> dict:
     """`model.fit` over `stream` from global step `start_step` to `epochs * steps_per_epoch`.
@@ -94,6 +106,7 @@ def fit_from_step(model: keras.Model, stream, *, epochs: int, steps_per_epoch: i
     (its logged metrics then average the steps run after the restart), then runs the rest.
     Returns the merged `History.history` of the epochs run.
     """
+    build_optimizer(model)
     history: dict[str, list] = {}
     epoch, done = divmod(start_step, steps_per_epoch)
     legs = []  # (first epoch, end epoch, steps per epoch)
@@ -137,4 +150,4 @@ class HistoryFile(keras.callbacks.Callback):
 
 
 __all__ = ["HistoryFile", "ResumeMismatch", "check_same_arguments", "file_fingerprint",
-           "fit_from_step", "job_arguments", "load_history"]
+           "build_optimizer", "fit_from_step", "job_arguments", "load_history"]
