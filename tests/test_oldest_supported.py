@@ -11,7 +11,7 @@ version) without replacing it. The package is then
 uninstalled again so that the tests below, run from the repository, import this checkout's
 code with those dependencies. The subset: `convert` (Google and Hugging Face layouts),
 `keras-bert tokenize --rules google|huggingface` against Google's `tokenization.py` and HF
-`tokenizers` on the corpus, hard cases and every code point, a fine-tuning run with
+`tokenizers` on the corpus, hard cases and the sampled code points, a fine-tuning run with
 `predict`, and an export loaded and run in a fresh process.
 """
 

@@ -7,9 +7,9 @@ changes under lower-casing, and whether it lies in a CJK block. `property_runs()
 scalar values into maximal runs of consecutive characters equal in all of these;
 `sampled_scalars()` keeps the first and the last character of every run, one seeded random
 character inside it, and all of ASCII and Latin-1, so every boundary where a rule could
-change its answer is tested on both sides. The full sweep (`ALL_SCALARS`) runs in the
-exhaustive tier, and `keras-bert tokenize` is checked on every scalar value against the
-upstream tokenizers in every run (`test_tokenizer_upstream.py`).
+change its answer is tested on both sides. The full sweeps (`ALL_SCALARS`: in process against
+the reference, and `keras-bert tokenize` against the upstream tokenizers in
+`test_tokenizer_upstream.py`) run in the exhaustive tier.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """`keras-bert tokenize --rules R` gives the ids of Google's and of Hugging Face's own code.
 
 The command runs as a user runs it (a subprocess reading stdin) on the embedded corpus, the
-hard cases and every Unicode scalar value (16 consecutive ones per line, and each between two
-letters), with Google's uncased vocabulary and the cased test vocabulary.
+hard cases and Unicode scalar values (16 consecutive ones per line, and each between two
+letters), with Google's uncased vocabulary and the cased test vocabulary. The scalar values
+are `code_points.sampled_scalars()` (every boundary of the properties the rules read) in
+every run, and all 1,112,064 of them in the exhaustive tier.
 
 * `--rules google` against `tokenization.py` of google-research/bert as released on PyPI
   (`bert-tensorflow==1.0.4`: `BasicTokenizer` + `WordpieceTokenizer`): every line identical.
@@ -25,20 +27,19 @@ import pytest
 
 from tests.reference import require
 
+from .code_points import ALL_SCALARS, groups_of_16, sampled_scalars
 from .test_tokenizer import HARD_CASES, corpus_lines, make_cased_vocab, uncased_vocab_path
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_SCALARS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
 
 
-def _lines() -> dict[str, list[str]]:
+def _lines(scalars) -> dict[str, list[str]]:
     """Input lines by source; a text holding a newline is several lines, as stdin reads it."""
     def split(texts):
         return [piece.rstrip("\r") for text in texts for piece in text.split("\n")]
 
-    groups = ["".join(chr(c) for c in _SCALARS[i:i + 16]) for i in range(0, len(_SCALARS), 16)]
     return {"corpus": split(corpus_lines()), "hard cases": split(HARD_CASES),
-            "code points": split(groups + ["a" + chr(c) + "a" for c in _SCALARS])}
+            "code points": split(groups_of_16(scalars) + ["a" + chr(c) + "a" for c in scalars])}
 
 
 def _cli_ids(vocab_file: str, lines: list[str], *options: str) -> list[list[int]]:
@@ -64,9 +65,11 @@ def vocabs(tmp_path_factory) -> dict[str, str]:
     return {"uncased": uncased, "cased": str(cased)}
 
 
-@pytest.fixture(scope="module")
-def lines() -> dict[str, list[str]]:
-    return _lines()
+@pytest.fixture(scope="module", params=[
+    "sampled", pytest.param("every", marks=pytest.mark.exhaustive)])
+def lines(request) -> dict[str, list[str]]:
+    """The lines of one sweep: sampled scalar values (every run) or all of them (exhaustive)."""
+    return _lines(sampled_scalars() if request.param == "sampled" else ALL_SCALARS)
 
 
 def _google_tokenizer(vocab_file: str, lower_case: bool):
@@ -123,5 +126,6 @@ def test_cli_huggingface_rules_equal_hugging_faces_tokenizer(vocabs, lines, casi
         stable = [t for t in differ if _stable_since_unicode_3_2(t)]
         assert not stable, f"{len(stable)} lines of long-assigned characters differ: {stable[0]!r}"
         # Measured with tokenizers 0.23.3 and Python 3.11 (Unicode 14.0): 1,157 (uncased)
-        # and 388 (cased) of 1,181,568 lines, all with characters newer than Unicode 3.2.
+        # and 388 (cased) of 1,181,568 lines of the full sweep, all with characters newer
+        # than Unicode 3.2; the sample keeps the boundaries, so it holds a few of them.
         assert len(differ) < 2000, len(differ)
