@@ -79,3 +79,26 @@ def minilm_model_dir(tmp_path_factory) -> str:
     from tests.reference import minilm_dir
 
     return convert(minilm_dir(), str(tmp_path_factory.mktemp("minilm") / "minilm")).path
+
+
+# ----- order: the longest files first, so that two xdist workers (`.ci/run`) end together ---
+
+# The files over ~60 s in CI's durations log (`ci-logs/durations.md`), longest first; the rest
+# keep their order after them. Within a file the order never changes (module fixtures).
+LONGEST_FILES = (
+    "tests/test_readme.py", "tests/examples/test_examples.py", "tests/test_bench.py",
+    "tests/export/test_runtime_matrix.py", "tests/export/test_train_serve_features.py",
+    "tests/training/test_finetune_resume.py", "tests/test_oldest_supported.py",
+    "tests/training/test_pretrain_phases.py", "tests/export/test_export.py",
+    "tests/training/test_accumulation.py", "tests/export/test_task_exports.py",
+    "tests/examples/test_notebook.py", "tests/training/test_pretrain_resume.py",
+    "tests/test_kaggle_wheelhouse.py", "tests/test_quickstart.py",
+)
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pytest_collection_modifyitems(items):
+    """Sorts the longest files first (stable: every other file keeps its place)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(
+        os.path.relpath(str(item.path), _ROOT).replace(os.sep, "/"), len(rank)))
