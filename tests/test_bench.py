@@ -47,6 +47,7 @@ def test_every_benchmark_is_listed():
 WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py")
 
 
+@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 @pytest.mark.parametrize("script", sorted(BENCHMARKS))
 def test_quick_mode_runs_and_compares(script):
     if script in ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",

@@ -68,6 +68,7 @@ def _oldest_python() -> str:
         expect_tensorflow=pins["tensorflow"])
 
 
+@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 @pytest.mark.timeout(2400)  # builds a virtual environment, then runs an inner suite
 def test_oldest_supported_versions_run_the_smoke_subset(tmp_path):
     python = _oldest_python()

@@ -27,6 +27,7 @@ def _load_quickstart():
     return sys.modules["quickstart_example"]
 
 
+@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 def test_quick_mode_end_to_end(tmp_path):
     out = tmp_path / "qs"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")

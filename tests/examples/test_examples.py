@@ -59,6 +59,7 @@ def test_pretrain_from_scratch(tmp_path):
     assert (tmp_path / "curves.png").stat().st_size > 1000
 
 
+@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 def test_ner(tmp_path, minilm):
     out = run_example("ner.py", "--out", str(tmp_path), "--minilm", minilm)
     assert "training on 320, evaluating on 64" in out
@@ -95,6 +96,7 @@ def test_ner_tagging_rule():
         ("Hope", "I-LOC"), (",", "O"), ("said", "O"), ("Stubb", "B-PER"), (".", "O")]
 
 
+@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 def test_multilabel(tmp_path, minilm):
     out = run_example("multilabel.py", "--out", str(tmp_path), "--minilm", minilm)
     assert "training on 400, tuning thresholds on 150, testing on 150" in out
@@ -129,6 +131,7 @@ def test_multilabel_rule():
     assert topics_of("Seamen and shipowners") == []  # whole words only
 
 
+@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 def test_squad(tmp_path, minilm):
     out = run_example("squad.py", "--out", str(tmp_path), "--minilm", minilm)
     assert "320 training questions, 32 held out" in out
@@ -185,6 +188,7 @@ def test_export_and_serve(tmp_path, minilm):
     assert (tmp_path / "models" / "bert" / "1" / "saved_model.pb").exists()
 
 
+@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 def test_distributed(tmp_path):
     out = run_example("distributed.py", "--out", str(tmp_path))
     assert "strategy: MirroredStrategy with 2 replica(s)" in out

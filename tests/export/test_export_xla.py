@@ -28,6 +28,7 @@ TEXTS = ["", "Call me Ishmael."] + [" ".join(WORDS[i % len(WORDS)] for i in rang
                                    for n in (5, 13, 14, 15, 29, 30, 40, 61, 80)]
 
 
+@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 @pytest.mark.parametrize("kind", ["classify", "embed"])
 def test_xla_export_answers_as_the_plain_export(tmp_path, kind):
     if kind == "embed":

@@ -159,6 +159,7 @@ def _fuzz_all(exported, count: int, seed: int) -> None:
     assert figures == {"tokenize": count, "exports": count, "serve": count}
 
 
+@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 def test_fuzzed_text_never_crashes(exported):
     _fuzz_all(exported, FUZZ_COUNT, seed=1)
 

@@ -31,6 +31,8 @@ from keras_bert.training.finetune_job import FinetuneJob, finetuning_inputs, run
 from tests.export.helpers import make_tiny_model_dir
 from tests.text.test_tokenizer import HARD_CASES
 
+pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log, session 17)
+
 SEQ = 24
 INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 

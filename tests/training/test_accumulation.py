@@ -81,6 +81,7 @@ def test_k_micro_batches_equal_one_batch_of_k_times_b(tiny_config_no_dropout, op
     assert _global_norm(_model(tiny_config_no_dropout, optimizer, 1), items[0]) > 1.0
 
 
+@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 def test_mixed_float16_scales_and_skips_the_whole_update(tiny_config_no_dropout):
     items = batches(tiny_config_no_dropout, count=1)
     big, _ = _train(tiny_config_no_dropout, items, "adamw", 1, dtype="mixed_float16")

@@ -33,6 +33,8 @@ from tests.training.test_finetune import (
     _write_csv,
 )
 
+pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log, session 17)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

@@ -25,6 +25,8 @@ from keras_bert.training.pretrain_job import (
     run_pretraining,
 )
 
+pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log, session 17)
+
 COMMON = ["--batch-size", "32", "--precision", "float32", "--learning-rate", "2e-3"]
 PHASE1 = ["--steps", "150", "--steps-per-epoch", "150", "--seq-length", "32",
           "--max-predictions", "5", *COMMON]

@@ -18,6 +18,8 @@ import pytest
 
 from tests.training.test_finetune_resume import _sigkill_after_checkpoint
 
+pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log, session 17)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ARGS = ["--steps", "12", "--steps-per-epoch", "3", "--batch-size", "8", "--seq-length", "32",
         "--max-predictions", "5", "--seed", "3"]
