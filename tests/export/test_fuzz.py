@@ -165,6 +165,7 @@ def test_fuzzed_text_never_crashes(exported):
 
 
 @pytest.mark.exhaustive
+@pytest.mark.slow  # so that `-m "not slow"` (which replaces the default `-m`) leaves it out
 @pytest.mark.timeout(2400)  # 100,000 strings through every path
 def test_fuzzed_text_never_crashes_full(exported):
     _fuzz_all(exported, FULL_COUNT, seed=2)

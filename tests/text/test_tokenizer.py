@@ -307,6 +307,7 @@ def test_code_points_sampled(pair):
 
 
 @pytest.mark.exhaustive
+@pytest.mark.slow  # so that `-m "not slow"` (which replaces the default `-m`) leaves it out
 def test_every_code_point(pair):
     """All 1,112,064 scalar values (the exhaustive tier: ~5 million reference calls)."""
     alone, between = _code_point_differences(pair, ALL_SCALARS)

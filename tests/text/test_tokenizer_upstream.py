@@ -66,7 +66,7 @@ def vocabs(tmp_path_factory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module", params=[
-    "sampled", pytest.param("every", marks=pytest.mark.exhaustive)])
+    "sampled", pytest.param("every", marks=[pytest.mark.exhaustive, pytest.mark.slow])])
 def lines(request) -> dict[str, list[str]]:
     """The lines of one sweep: sampled scalar values (every run) or all of them (exhaustive)."""
     return _lines(sampled_scalars() if request.param == "sampled" else ALL_SCALARS)
