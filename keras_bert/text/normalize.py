@@ -77,8 +77,9 @@ def _re2_class(code_points: list[int]) -> str:
 
 # Unassigned (Cn) and private-use (Co) characters have no case mapping, decomposition or
 # combining class and are not space, punctuation, Mn, cased or case-ignorable: the table loop
-# asks them only whether they lie in a CJK block (and caseless letters, Lo, a few more). `tests/text/test_normalize_tables.py`
-# checks the tables against the loop that asks every character every question.
+# asks them only whether they lie in a CJK block (caseless letters, Lo, get a few more).
+# `tests/text/test_normalize_tables.py` checks the tables against the loop that asks every
+# character every question.
 _UNUSED = frozenset({"Cn", "Co"})
 
 

@@ -32,9 +32,8 @@ from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
 from keras_bert.tasks import readers
 from keras_bert.tasks.classification import ClassifyTask
 from keras_bert.training.finetune_job import write_json
-from keras_bert.training.optimizer import create_optimizer
+from keras_bert.training.optimizer import build_optimizer, create_optimizer
 from keras_bert.training.plots import plot_history
-from keras_bert.training.resume import build_optimizer
 
 
 def distillation_loss(labels, student_logits, teacher_logits, temperature: float = 2.0,

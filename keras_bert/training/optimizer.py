@@ -23,6 +23,18 @@ class AdamW(DenseGradients, keras.optimizers.AdamW):
     `tf.IndexedSlices` (see `keras_bert.training.dense_gradients`)."""
 
 
+def build_optimizer(model: keras.Model) -> None:
+    """Creates the compiled optimizer's variables for the model's trainable weights now.
+
+    Without a distribution strategy Keras (TF backend) leaves them to the first trace of the
+    training step, and `tf.function` then traces the step a second time, without variable
+    creation: seconds of tracing per `fit` (5 of 22 s for a tiny classifier's whole job).
+    """
+    if model.optimizer is not None and not model.optimizer.built:
+        with model.distribute_strategy.scope():
+            model.optimizer.build(model.trainable_variables)
+
+
 def create_optimizer(learning_rate: float = 1e-4, total_steps: int = 10000,
                      warmup_steps: int | None = None, weight_decay: float = 0.01,
                      end_learning_rate: float = 0.0, clip_global_norm: float | None = 1.0,

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.training import WarmupPolynomialDecay, create_optimizer
+from keras_bert.training.optimizer import build_optimizer
 
 
 def test_schedule_warmup_then_linear_decay():
@@ -86,3 +87,25 @@ def test_lookup_gradients_with_repeated_rows_count_as_their_sum(kind, clip):
     np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
     if kind == "adamw":  # Adam moves each weight by at most lr a step
         assert np.all(np.abs(results[0] - 0.5) <= 2 * 0.1 * (1 + 1e-6))
+
+
+class StepTraceCounter(keras.Sequential):
+    """Counts the traces of its training step (Python runs only while tracing)."""
+
+    traces = 0
+
+    def train_step(self, data):
+        self.traces += 1
+        return super().train_step(data)
+
+
+@pytest.mark.parametrize("built_first", [False, True])
+def test_build_optimizer_before_fit_traces_the_step_once(built_first):
+    model = StepTraceCounter([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile(optimizer=create_optimizer(1e-3, 10, 1), loss="mse")
+    if built_first:
+        build_optimizer(model)
+        assert model.optimizer.built
+    model.fit(np.ones((8, 4)), np.ones((8, 2)), batch_size=4, epochs=2, verbose=0)
+    # Keras alone creates the optimizer's variables in the first trace, then traces again.
+    assert model.traces == (1 if built_first else 2)
