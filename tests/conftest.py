@@ -97,8 +97,37 @@ LONGEST_FILES = (
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def pytest_collection_modifyitems(items):
-    """Sorts the longest files first (stable: every other file keeps its place)."""
+def pytest_collection_modifyitems(config, items):
+    """Keeps this run's share of the `rotating` tests (`rotation_share`), then sorts the
+    longest files first (stable: every other file keeps its place)."""
+    keep, dropped = rotation_share(items, os.environ.get("KERAS_BERT_ROTATION"))
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
     rank = {name: i for i, name in enumerate(LONGEST_FILES)}
     items.sort(key=lambda item: rank.get(
         os.path.relpath(str(item.path), _ROOT).replace(os.sep, "/"), len(rank)))
+
+
+# ----- rotation: smoke checks too slow for every CI run, each run taking the next share -----
+
+
+def rotation_share(items, rotation: str | None) -> tuple[list, list]:
+    """`(kept, deselected)`. With `rotation` (an integer: `.ci/run` passes the commit count
+    as `KERAS_BERT_ROTATION`), each group of tests marked `rotating(every=N)` (a
+    parametrized test is a group) keeps the cases whose position is `rotation` modulo `N`,
+    so that each case runs once in `N` landings; without it (any local run), every case."""
+    if rotation is None:
+        return list(items), []
+    turn = int(rotation)
+    kept, dropped, seen = [], [], {}
+    for item in items:
+        mark = item.get_closest_marker("rotating")
+        if mark is None:
+            kept.append(item)
+            continue
+        group = item.nodeid.split("[", 1)[0]
+        position = seen[group] = seen.get(group, -1) + 1
+        (kept if position % mark.kwargs["every"] == turn % mark.kwargs["every"]
+         else dropped).append(item)
+    return kept, dropped

@@ -21,3 +21,29 @@ def test_collection_puts_them_first_and_keeps_every_file_together(pytester):
     files = [line.split("::")[0] for line in result.outlines if "::" in line]
     assert files[0] == LONGEST_FILES[0]
     assert files == sorted(files, key=lambda f: f != LONGEST_FILES[0])
+
+
+def test_rotation_keeps_each_case_once_in_every_n_runs(pytester, monkeypatch):
+    """The bench smoke checks (`rotating(every=3)`): under a rotation number each run
+    collects a third of them, three consecutive numbers collect each exactly once, and no
+    rotation (a local run) collects them all; other tests are never dropped."""
+    bench = os.path.join(_ROOT, "tests", "test_bench.py")
+
+    def collected(rotation):
+        if rotation is None:
+            monkeypatch.delenv("KERAS_BERT_ROTATION", raising=False)
+        else:
+            monkeypatch.setenv("KERAS_BERT_ROTATION", str(rotation))
+        result = pytester.runpytest_inprocess(
+            "--collect-only", "-q", "-p", "no:cacheprovider", "--rootdir", _ROOT, bench)
+        return [line for line in result.outlines if "::" in line]
+
+    everything = collected(None)
+    quick = [t for t in everything if "test_quick_mode_runs_and_compares[" in t]
+    assert len(quick) == 11
+    runs = [collected(r) for r in (30, 31, 32, 33)]
+    shares = [[t for t in run if t in quick] for run in runs]
+    assert sorted(sum(shares[:3], [])) == sorted(quick)  # each once in 3 consecutive runs
+    assert all(3 <= len(share) <= 4 for share in shares) and shares[3] == shares[0]
+    for run in runs:  # the rest of the file stays
+        assert [t for t in run if t not in quick] == [t for t in everything if t not in quick]
