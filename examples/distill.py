@@ -4,15 +4,21 @@ Teacher: the model directory written by `examples/classify_rotten_tomatoes.py` (
 `artifacts/rotten_tomatoes/run/model`). Student: a randomly initialised BERT preset with the
 teacher's vocabulary, trained with `Distiller` (`keras_bert.training.distill_job`) on the
 teacher's soft targets at temperature T mixed with the hard labels (weight alpha), on the
-same training snippets; both are then scored on the same held-out snippets, and their
-forward speed is measured on the same batch (sequences/s, same batch size and length).
+teacher's training snippets (or, with `--train-size N`, the first N snippets of the same
+training split: distillation needs texts more than labels); both are then scored on the same
+held-out snippets, and their forward speed is measured on the same batch (sequences/s, same
+batch size and length).
 
     python examples/classify_rotten_tomatoes.py          # the teacher, first
     python examples/distill.py [--student-preset mini] [--epochs 5]
-    python examples/distill.py --quick   # 1 epoch, after classify_rotten_tomatoes.py --quick
+    python examples/distill.py --quick   # 4,000 snippets, 2 epochs, after its --quick teacher
 
 Figures (2 shared CPU cores, teacher from the default classify run): the BERT-Tiny student
 reaches 75.1% held-out accuracy (teacher 80.9%) at 17x the teacher's forward speed.
+`--quick` (the quick teacher, 0.8125 on 128 held-out snippets; 4,000 snippets, 2 epochs,
+93 s on AMD EPYC, 2 cores): the student scores 0.742 against 0.570 for the majority class;
+on the teacher's 640 snippets, or on 2,000 for 3 epochs, it stays at the majority class
+(session 18).
 
 Prints the comparison and writes OUT/metrics.json and OUT/model (the student).
 """
@@ -41,10 +47,14 @@ def main(argv=None) -> dict:
     parser.add_argument("--learning-rate", type=float, default=5e-4)
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument("--verbose", type=int, default=2)
-    parser.add_argument("--quick", action="store_true", help="1 epoch (tests)")
+    parser.add_argument("--train-size", type=int,
+                        help="distil on the first N snippets of the Rotten Tomatoes training "
+                             "split (default: the teacher's own, RT_OUT/train.csv)")
+    parser.add_argument("--quick", action="store_true",
+                        help="4,000 snippets, 2 epochs (tests)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.epochs = 1
+        args.epochs, args.train_size = 2, args.train_size or 4000
 
     from keras_bert.training.distill_job import DistillJob, format_comparison, run_distillation
 
@@ -52,7 +62,13 @@ def main(argv=None) -> dict:
     if not os.path.exists(os.path.join(teacher, "keras_bert.json")):
         sys.exit(f"No teacher at {teacher}: run examples/classify_rotten_tomatoes.py first "
                  "(or pass --teacher DIR)")
-    job = DistillJob(teacher=teacher, train=os.path.join(args.rt_out, "train.csv"),
+    train = os.path.join(args.rt_out, "train.csv")
+    if args.train_size:  # the same seeded split as the teacher's, so no held-out snippet
+        from classify_rotten_tomatoes import rotten_tomatoes_split
+
+        train, _ = rotten_tomatoes_split(os.path.join(args.out, "transfer"),
+                                         train_size=args.train_size, eval_size=0)
+    job = DistillJob(teacher=teacher, train=train,
                      eval=os.path.join(args.rt_out, "eval.csv"), out=args.out,
                      student_preset=args.student_preset, temperature=args.temperature,
                      alpha=args.alpha, epochs=args.epochs, batch_size=args.batch_size,

@@ -217,8 +217,13 @@ def test_rotten_tomatoes_then_distill(tmp_path, minilm):
     out = run_example("distill.py", "--rt-out", str(rt), "--out", str(tmp_path / "student"),
                       "--verbose", "0")
     metrics = _metrics(tmp_path / "student" / "metrics.json")
-    teacher_row, = grab(r"(teacher .*)", out)
+    teacher_row, student_row = grab(r"(teacher .*)\n(student .*)", out)
     assert f"{metrics['teacher']['accuracy']:.4f}" in teacher_row
+    assert f"{metrics['student']['accuracy']:.4f}" in student_row
     assert metrics["teacher"]["accuracy"] == pytest.approx(accuracy, abs=1e-4)
     assert metrics["student"]["parameters"] < metrics["teacher"]["parameters"]
     assert "x faster" in out
+    # The quick student learns from the teacher: 0.742 against 0.570 for the majority class
+    # (AMD EPYC, session 18); with a learning rate of 0 it scores 0.430 (docs/runs/
+    # broken-on-purpose.md), on the teacher's 640 snippets the majority class.
+    assert metrics["student"]["accuracy"] >= majority + 0.08
