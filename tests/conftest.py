@@ -114,9 +114,10 @@ def pytest_collection_modifyitems(config, items):
 
 def rotation_share(items, rotation: str | None) -> tuple[list, list]:
     """`(kept, deselected)`. With `rotation` (an integer: `.ci/run` passes the commit count
-    as `KERAS_BERT_ROTATION`), each group of tests marked `rotating(every=N)` (a
-    parametrized test is a group) keeps the cases whose position is `rotation` modulo `N`,
-    so that each case runs once in `N` landings; without it (any local run), every case."""
+    as `KERAS_BERT_ROTATION`), a test marked `rotating(every=N)` runs when its slot is
+    `rotation` modulo `N`, so that it runs once in `N` landings; without it (any local run),
+    every test runs. The slot is the mark's `slot`, else the case's position among the
+    cases of its parametrized test."""
     if rotation is None:
         return list(items), []
     turn = int(rotation)
@@ -128,6 +129,6 @@ def rotation_share(items, rotation: str | None) -> tuple[list, list]:
             continue
         group = item.nodeid.split("[", 1)[0]
         position = seen[group] = seen.get(group, -1) + 1
-        (kept if position % mark.kwargs["every"] == turn % mark.kwargs["every"]
-         else dropped).append(item)
+        slot, every = mark.kwargs.get("slot", position), mark.kwargs["every"]
+        (kept if slot % every == turn % every else dropped).append(item)
     return kept, dropped

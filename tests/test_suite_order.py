@@ -47,3 +47,25 @@ def test_rotation_keeps_each_case_once_in_every_n_runs(pytester, monkeypatch):
     assert all(3 <= len(share) <= 4 for share in shares) and shares[3] == shares[0]
     for run in runs:  # the rest of the file stays
         assert [t for t in run if t not in quick] == [t for t in everything if t not in quick]
+
+
+def test_examples_alternate_by_slot(pytester, monkeypatch):
+    """The real-MiniLM example runs (`rotating(every=2, slot=...)`): two consecutive
+    rotation numbers collect each exactly once, and both halves hold some."""
+    examples = os.path.join(_ROOT, "tests", "examples", "test_examples.py")
+
+    def collected(rotation):
+        monkeypatch.setenv("KERAS_BERT_ROTATION", str(rotation))
+        result = pytester.runpytest_inprocess(
+            "--collect-only", "-q", "-p", "no:cacheprovider", "--rootdir", _ROOT, examples)
+        return {line for line in result.outlines if "::" in line}
+
+    monkeypatch.delenv("KERAS_BERT_ROTATION", raising=False)
+    everything = {line for line in pytester.runpytest_inprocess(
+        "--collect-only", "-q", "-p", "no:cacheprovider", "--rootdir", _ROOT,
+        examples).outlines if "::" in line}
+    even, odd = collected(40), collected(41)
+    assert even | odd == everything
+    rotating = everything - (even & odd)
+    assert len(rotating) == 5 and rotating & even and rotating & odd
+    assert not (rotating & even & odd)
