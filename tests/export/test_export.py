@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from keras_bert.checkpoints import load_model_dir
 from keras_bert.export.exporter import export_model
+from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.export.versions import atomic_version_dir, existing_versions
 from keras_bert.export.warmup import read_warmup
 from keras_bert.text_embedder import TextEmbedder
@@ -130,14 +131,18 @@ def test_static_sequence_length(model_dir, exported, tmp_path):
 def test_exports_embed_the_tokenizer_rules(model_dir, tmp_path):
     """A Hugging Face model keeps Hugging Face's rules in its export; `rules` overrides them.
     The text holds a 150-character word ([UNK] for huggingface, pieces for google) and a
-    private-use character (dropped by huggingface, kept by google: an unknown word)."""
+    private-use character (dropped by huggingface, kept by google: an unknown word).
+    Each export is read through TF Serving's Session path in this process (the rules are
+    graph constants; `test_fresh_process_reproduces_the_keras_model` loads an export in a
+    fresh process)."""
     assert model_dir.rules == "huggingface"
     texts = np.array(["sea" * 50 + " whale", "\ue000whale"], dtype=object)
     rows = {}
     for rules in ("huggingface", "google"):
         exported = export_model(model_dir.path, str(tmp_path / rules), target=None,
                                 rules=None if rules == "huggingface" else rules)
-        got = run_fresh(exported.path, "preprocess", {"text": texts}, tmp_path)
+        with SessionBundle(exported.path) as bundle:
+            got = bundle.run("preprocess", {"text": texts})
         want = model_dir.with_rules(rules).preprocessor()(tf.constant(list(texts)))
         np.testing.assert_array_equal(got["input_word_ids"], want["input_word_ids"].numpy())
         rows[rules] = [[t for t in row if t] for row in got["input_word_ids"].tolist()]
