@@ -81,11 +81,21 @@ def read_outputs(path: str) -> dict:
 def run_fresh(export_dir, signature, inputs, tmp_path):
     """Outputs of `signature` of `export_dir` loaded as TF Serving loads it (Session +
     SaverDef, TF Text as kernel libraries) in a fresh process without keras_bert."""
-    inputs_path, out_path = tmp_path / "in.npz", str(tmp_path / "out.npz")
-    save_arrays(str(inputs_path), inputs)
-    run_session_jobs(sys.executable, [{"export": str(export_dir), "signature": signature,
-                                       "inputs": str(inputs_path), "outputs": out_path}],
-                     tmp_path)
-    outputs = read_outputs(out_path)
-    assert "error" not in outputs, outputs
+    [outputs] = run_fresh_many(export_dir, [(signature, inputs)], tmp_path)
     return outputs
+
+
+def run_fresh_many(export_dir, requests, tmp_path) -> list[dict]:
+    """`run_fresh` for several `(signature, inputs)` requests, in one fresh process."""
+    jobs, paths = [], []
+    for i, (signature, inputs) in enumerate(requests):
+        inputs_path, out_path = tmp_path / f"in-{i}.npz", str(tmp_path / f"out-{i}.npz")
+        save_arrays(str(inputs_path), inputs)
+        jobs.append({"export": str(export_dir), "signature": signature,
+                     "inputs": str(inputs_path), "outputs": out_path})
+        paths.append(out_path)
+    run_session_jobs(sys.executable, jobs, tmp_path)
+    answers = [read_outputs(path) for path in paths]
+    for outputs in answers:
+        assert "error" not in outputs, outputs
+    return answers

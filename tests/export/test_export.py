@@ -13,7 +13,7 @@ from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.export.versions import atomic_version_dir, existing_versions
 from keras_bert.export.warmup import read_warmup
 from keras_bert.text_embedder import TextEmbedder
-from tests.export.helpers import run_fresh
+from tests.export.helpers import run_fresh_many
 from tests.reference import minilm_dir
 
 TEXTS = ["Call me Ishmael.", "", "Naïve café owners ate crème brûlée — twice!",
@@ -62,13 +62,12 @@ def test_fresh_process_reproduces_the_keras_model(exported, model_dir, tmp_path)
     embedder = TextEmbedder(model_dir.load_encoder(), model_dir.preprocessor(), seq_length=512,
                             pooling="mean")
     expected = embedder(TEXTS)
-    got = run_fresh(exported.path, "serving_default",
-                    {"text": np.array(TEXTS, dtype=object)}, tmp_path)
+    inputs = embedder.preprocessor(tf.constant(TEXTS))
+    got, by_ids = run_fresh_many(exported.path, [
+        ("serving_default", {"text": np.array(TEXTS, dtype=object)}),
+        ("serve_ids", {k: v.numpy() for k, v in inputs.items()})], tmp_path)
     np.testing.assert_allclose(got["embedding"], expected, atol=1e-5)
     # The id signature gives the same answers for the same packed ids.
-    inputs = embedder.preprocessor(tf.constant(TEXTS))
-    by_ids = run_fresh(exported.path, "serve_ids",
-                       {k: v.numpy() for k, v in inputs.items()}, tmp_path)
     # (Grappler optimises each signature's graph on its own: float sums may reorder.)
     np.testing.assert_allclose(by_ids["embedding"], got["embedding"], atol=1e-5)
 
