@@ -2,8 +2,9 @@
 
 Words are split exactly as `BertTokenizer` splits them (same cleaning, casing and
 punctuation / CJK rules), counted, and handed to the WordPiece learner
-(`keras_bert.text.wordpiece_learner`: TF Text's algorithm and vocabulary, ~35x faster). The special tokens come first, in the layout of
-Google's vocabularies: `[PAD]`, the `[unusedN]` reserve, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`.
+(`keras_bert.text.wordpiece_learner`: TF Text's algorithm and vocabulary, ~35x faster).
+The special tokens come first, in the layout of Google's vocabularies: `[PAD]`, the
+`[unusedN]` reserve, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`.
 """
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ def _learn_with_threshold(table: _Substrings, first_round: np.ndarray, thresh: i
                           chars: set[str], reserved: list[str],
                           settings: LearnerSettings) -> list[str]:
     kept = first_round
-    current: dict[str, int] = {}
+    current = _with_characters({}, chars, settings.joiner)  # what 0 rounds leave
     for iteration in range(settings.num_iterations):
         if iteration:
             in_vocab = np.zeros(len(table.tokens), bool)
@@ -192,8 +192,6 @@ def _learn_with_threshold(table: _Substrings, first_round: np.ndarray, thresh: i
         current = _with_characters(
             {table.tokens[i]: int(kept[i]) for i in np.flatnonzero(kept >= max(thresh, 0))},
             chars, settings.joiner)
-    if settings.num_iterations == 0:
-        current = _with_characters({}, chars, settings.joiner)
     ordered = [*reserved, *sorted(chars),
                *(t for t, _ in sorted(current.items(), key=lambda kv: (-kv[1], kv[0])))]
     return list(dict.fromkeys(ordered))
