@@ -57,7 +57,7 @@ def test_same_vocabulary_as_tf_texts_learner(corpus_counts, vocab_size, lower_ca
     reference_seconds = time.perf_counter() - start
     assert len(want) > len(reserved) + 100  # a real vocabulary, not only characters
     assert ours == want
-    assert ours_seconds < reference_seconds  # ~35x on 2 cores (session 18)
+    assert ours_seconds < reference_seconds  # ~35x on the embedded corpus (session 18)
 
 
 def test_hand_made_counts():
@@ -81,7 +81,7 @@ def test_empty_counts_are_refused():
 def test_build_vocab_reproduces_the_embedded_vocabulary(tmp_path):
     """`keras-bert build-vocab` with its defaults on the embedded corpus writes the shipped
     `corpus_uncased_8k.txt` byte for byte (learned by TF Text's learner when it was made;
-    keras_bert/data/vocab/README.md), in seconds: TF Text's learner took ~90 s."""
+    keras_bert/data/vocab/README.md), in seconds (TF Text's learner: ~50 s)."""
     import os
 
     from keras_bert.cli import main
