@@ -313,7 +313,7 @@ def load_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:
     a keras_bert model directory with `pretraining_heads.weights.h5` (written by `convert`
     from such a directory, and by `pretrain`); one without gets fresh heads. `kwargs` go to
     `BertPretrainer` (e.g. `nsp_loss_weight`)."""
-    from keras_bert.checkpoints.conversion import detect_format
+    from keras_bert.checkpoints.formats import detect_format
     from keras_bert.checkpoints.model_dir import load_model_dir
 
     fmt = detect_format(path)
