@@ -12,14 +12,16 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 __version__ = "0.1.0"
-__all__ = ["PRESETS", "BertConfig", "BertEncoder", "__version__"]
+__all__ = ["PRESETS", "BertConfig", "BertEncoder", "FitSchedule", "TextClassifier",
+           "TextRegressor", "__version__"]
 
 _LAZY = {"PRESETS": "keras_bert.config", "BertConfig": "keras_bert.config",
-         "BertEncoder": "keras_bert.models"}
+         "BertEncoder": "keras_bert.models", "FitSchedule": "keras_bert.training.fit_schedule",
+         "TextClassifier": "keras_bert.task_models", "TextRegressor": "keras_bert.task_models"}
 
 
 def __getattr__(name: str):
-    """Imports `BertConfig`, `PRESETS` or `BertEncoder` from their module when first used."""
+    """Imports a public name (`_LAZY`) from its module when first used."""
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value

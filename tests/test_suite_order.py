@@ -42,23 +42,30 @@ def test_rotation_keeps_each_case_once_in_every_n_runs(pytester, monkeypatch):
     bench = os.path.join(_ROOT, "tests", "test_bench.py")
     everything = _collected(pytester, monkeypatch, bench, None)
     quick = [t for t in everything if "test_quick_mode_runs_and_compares[" in t]
-    assert len(quick) == 11
+    assert len(quick) == 12
     runs = [_collected(pytester, monkeypatch, bench, r) for r in (30, 31, 32, 33)]
     shares = [[t for t in run if t in quick] for run in runs]
     assert sorted(sum(shares[:3], [])) == sorted(quick)  # each once in 3 consecutive runs
-    assert all(3 <= len(share) <= 4 for share in shares) and shares[3] == shares[0]
+    assert all(len(share) == 4 for share in shares) and shares[3] == shares[0]
     for run in runs:  # the rest of the file stays
         assert [t for t in run if t not in quick] == [t for t in everything if t not in quick]
 
 
-def test_examples_alternate_by_slot(pytester, monkeypatch):
-    """The real-MiniLM example runs (`rotating(every=2, slot=...)`): two consecutive
-    rotation numbers collect each exactly once, and both halves hold some."""
+def test_readme_commands_and_examples_alternate(pytester, monkeypatch):
+    """The README's commands (`rotating(every=2, slot=0)`) and the real-MiniLM example runs
+    (slot 1): two consecutive rotation numbers collect each exactly once, never both in one
+    run; the rest of each file stays."""
     examples = os.path.join(_ROOT, "tests", "examples", "test_examples.py")
+    readme = os.path.join(_ROOT, "tests", "test_readme.py")
+    chain = "test_readme.py::test_readme_commands_run_as_printed"
+    runs = {}
+    for rotation in (40, 41):
+        runs[rotation] = (set(_collected(pytester, monkeypatch, examples, rotation)),
+                          set(_collected(pytester, monkeypatch, readme, rotation)))
     everything = set(_collected(pytester, monkeypatch, examples, None))
-    even = set(_collected(pytester, monkeypatch, examples, 40))
-    odd = set(_collected(pytester, monkeypatch, examples, 41))
-    assert even | odd == everything
-    rotating = everything - (even & odd)
-    assert len(rotating) == 5 and rotating & even and rotating & odd
-    assert not (rotating & even & odd)
+    (even_examples, even_readme), (odd_examples, odd_readme) = runs[40], runs[41]
+    assert even_examples | odd_examples == everything
+    rotating = everything - (even_examples & odd_examples)
+    assert len(rotating) == 6 and rotating <= odd_examples and not rotating & even_examples
+    assert any(chain in t for t in even_readme) and not any(chain in t for t in odd_readme)
+    assert len(even_readme) == len(odd_readme) + 1 > 4

@@ -14,6 +14,7 @@ import numpy as np
 from keras_bert.models.classifier import BertClassifier
 from keras_bert.tasks import metrics, readers
 from keras_bert.tasks.labels import LabelVocab
+from keras_bert.tasks.sentence_config import SentenceTaskConfig
 from keras_bert.tasks.serving_module import ServingModule
 from keras_bert.tasks.serving_outputs import classification_outputs, regression_outputs
 from keras_bert.tasks.task import PREDICT_BATCH, Task, TaskData, run_in_batches, text_of
@@ -53,8 +54,9 @@ class SentenceTask(Task):
 
     def build_model(self, encoder, spec: dict, labels=None):
         """A `BertClassifier` (pooling and dropout from `spec`)."""
-        return BertClassifier(encoder, self.num_outputs(labels), dropout=spec.get("dropout"),
-                              pooling=spec.get("pooling", "pooled"))
+        config = SentenceTaskConfig.from_block(spec)
+        return BertClassifier(encoder, self.num_outputs(labels), dropout=config.dropout,
+                              pooling=config.pooling)
 
     def data(self, job, preprocessor) -> TaskData:
         """Rows of `job.train` / `job.eval` mapped through `preprocessor`."""
@@ -68,23 +70,28 @@ class SentenceTask(Task):
                                         batch_size=job.batch_size, **kwargs)
 
         train_ds = dataset(train, shuffle_seed=job.seed)
-        spec = {"kind": self.name, "seq_length": job.seq_length,
-                "pair": job.text_b_column is not None, "text_column": job.text_column,
-                "text_b_column": job.text_b_column, "pooling": job.pooling}
-        if labels is not None:
-            spec["num_classes"] = len(labels)
-        spec.update(self.untuned_settings(labels))
+        config = SentenceTaskConfig(pair=job.text_b_column is not None, pooling=job.pooling,
+                                    dropout=job.dropout, text_column=job.text_column,
+                                    text_b_column=job.text_b_column)
+        spec = {**config.block(self.name, job.seq_length,
+                               None if labels is None else len(labels)),
+                **self.untuned_settings(labels)}
         if not job.eval:
             return TaskData(train_ds, len(train), None, 0, None, labels, spec)
         evaluation = readers.read_examples(job.eval, labels=labels, **columns)
         eval_ds = dataset(evaluation)
-        gold = self.targets(evaluation, labels)
 
         def evaluate(model) -> dict:
-            logits = np.asarray(model.predict(eval_ds.map(lambda x, y: x), verbose=0))
-            return self.scores(gold, logits, train, labels)
+            return self.evaluate_rows(model, eval_ds, self.targets(evaluation, labels),
+                                      train, labels)
 
         return TaskData(train_ds, len(train), eval_ds, len(evaluation), evaluate, labels, spec)
+
+    def evaluate_rows(self, model, eval_ds, gold, train, labels) -> dict:
+        """The task metrics of `model` on `eval_ds` (`(features, targets)` batches in
+        order) against `gold` (`train`: the training examples, for baselines)."""
+        logits = np.asarray(model.predict(eval_ds.map(lambda x, y: x), verbose=0))
+        return self.scores(gold, logits, train, labels)
 
     def read_inputs(self, source: str, spec: dict, text_column: str | None = None,
                     text_b_column: str | None = None) -> list:

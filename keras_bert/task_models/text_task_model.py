@@ -1,0 +1,273 @@
+"""`TextTaskModel`: a Keras model that owns its `BertPreprocessor` and takes raw strings.
+
+The base of the task models a Python user holds (`TextClassifier`, `TextRegressor`). It
+wraps the task network of its kind (ids in, logits out: `keras_bert.models`) and the
+preprocessor that network was trained with, and delegates to the task kind
+(`keras_bert.tasks.registry`) that `keras-bert finetune / predict / export` use:
+
+- `fit(texts, targets)`: the kind's loss and metrics; unless compiled with another
+  optimizer, BERT's AdamW with 10% warmup and linear decay sized from the fit's own steps
+  (`create_optimizer`, as `keras-bert finetune`); the same seeded, resumable batch stream
+  (`readers.text_dataset`), so that the same data, seed and settings end with the weights
+  the command line's run ends with.
+- `predict(texts)`: the export's `serving_default` outputs computed in process by the
+  functions the export traces (label names, probabilities, logits; scores).
+- `evaluate(texts, targets)`: the kind's metrics, the numbers `metrics.json` reports.
+- `save(dir)` / `load(dir)`: the model directory of `keras-bert predict / export`;
+  `save("x.keras")` / `keras.saving.load_model` round trip too.
+- `export(dir)`: what `keras-bert export` writes; returns the version's path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import tempfile
+from typing import ClassVar
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.task_models.text_inputs import text_examples
+from keras_bert.tasks import readers
+from keras_bert.tasks.registry import task_kind
+from keras_bert.tasks.task import PREDICT_BATCH, run_in_batches
+from keras_bert.training.checkpointing import ResumableCheckpoint
+from keras_bert.training.fit_schedule import FitSchedule, prepare_fit
+from keras_bert.training.optimizer import build_optimizer
+from keras_bert.training.resume import fit_from_step
+
+DEFAULT_BATCH_SIZE = 32
+
+
+class TextTaskModel(keras.Model):
+    """A task network and its preprocessor, taking raw strings (see the module docstring).
+
+    Subclasses set `kind` (a task kind's name) and implement `targets(examples_or_y)`.
+    """
+
+    kind: ClassVar[str] = ""
+
+    def __init__(self, network, preprocessor, labels=None, **kwargs):
+        kwargs.setdefault("dtype", network.dtype_policy)
+        kwargs.setdefault("name", f"text_{network.name}")
+        super().__init__(**kwargs)
+        self.network = network
+        self.preprocessor = preprocessor
+        self.labels = labels
+        self.schedule = FitSchedule()
+        self._sized_optimizer = True  # compile() without an optimizer: sized by fit
+        self._serving = None
+
+    # ----- what subclasses say ------------------------------------------------------------
+
+    @property
+    def pair(self) -> bool:
+        """Whether the model reads `(text, text_b)` pairs."""
+        raise NotImplementedError
+
+    def task_block(self) -> dict:
+        """The model directory's task block (`metadata.task`)."""
+        raise NotImplementedError
+
+    def labelled_examples(self, x, y, what: str = "y") -> list:
+        """`TextExample` rows of `x` carrying the targets `y` (validated)."""
+        raise NotImplementedError
+
+    @property
+    def task_kind(self):
+        """The task kind (`keras_bert.tasks.task.Task`) this model delegates to."""
+        return task_kind(self.kind)
+
+    # ----- Keras --------------------------------------------------------------------------
+
+    def call(self, inputs, training=False):
+        """The network on packed ids (`input_word_ids`, `input_mask`, `input_type_ids`)."""
+        return self.network(inputs, training=training)
+
+    def compile(self, optimizer=None, loss=None, metrics=None, *,
+                schedule: FitSchedule | None = None, **kwargs):
+        """The task's loss and metrics (unless `loss` is given). Without `optimizer`,
+        `fit` builds BERT's AdamW under `schedule` (default `FitSchedule()`), sized from
+        its own number of steps."""
+        if loss is not None:
+            super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+            return
+        if schedule is not None:
+            self.schedule = schedule
+        self._sized_optimizer = optimizer is None
+        self.task_kind.compile(self, optimizer or self.schedule.optimizer(1))
+
+    def get_compile_config(self) -> dict:
+        """The default optimizer's schedule (a `.keras` file recompiles with it)."""
+        return {"schedule": dataclasses.asdict(self.schedule)}
+
+    def compile_from_config(self, config: dict) -> None:
+        """Compiles as `compile()` does, with the saved schedule (the optimizer built, so
+        that the archive's optimizer state loads into it)."""
+        self.compile(schedule=FitSchedule(**config["schedule"]))
+        build_optimizer(self)
+
+    def fit(self, x=None, y=None, batch_size: int | None = None, epochs: int = 1,
+            validation_data=None, seed: int | None = None, checkpoint_dir: str | None = None,
+            checkpoint_minutes: float = 10.0, checkpoint_steps: int | None = None, **kwargs):
+        """Trains on texts `x` and targets `y` (see the subclass).
+
+        `seed` orders the batches of every epoch (default: drawn from NumPy's global
+        generator, which `keras.utils.set_random_seed` seeds). `validation_data`:
+        `(texts, targets)`. `checkpoint_dir`: model and optimizer state are saved there at
+        every epoch end, every `checkpoint_steps` steps and after any step ending
+        `checkpoint_minutes` after the last save; an interrupted fit called again with the
+        same model, data, settings and directory resumes where the last save left off and
+        ends with the weights of an uninterrupted run (`keras-bert finetune`'s resume; it
+        needs an explicit `seed`). Other arguments go to `keras.Model.fit`;
+        `steps_per_epoch` is the number of batches in the data.
+        """
+        if isinstance(x, tf.data.Dataset):
+            raise TypeError("fit takes texts and targets (lists, arrays, Series); a "
+                            "tf.data.Dataset of ids goes to model.network.fit")
+        if "steps_per_epoch" in kwargs or "shuffle" in kwargs:
+            raise TypeError("fit sets steps_per_epoch (the batches in the data) and its own "
+                            "seeded shuffle (seed=)")
+        if int(epochs) < 1:
+            raise ValueError(f"epochs must be at least 1, got {epochs}")
+        if checkpoint_dir is not None and seed is None:
+            raise ValueError("a resumable fit (checkpoint_dir=) needs seed=, so that the "
+                             "resumed run sees the batches the interrupted one would have")
+        batch_size = int(batch_size or DEFAULT_BATCH_SIZE)
+        examples = self.labelled_examples(x, y)
+        if seed is None:
+            seed = int(np.random.randint(0, 2**31 - 1))
+        targets = self.task_kind.targets(examples, self.labels)
+        # TPUs compile for one batch shape: there the last, partial batch is dropped (not
+        # verified on a TPU here; MirroredStrategy and one device keep every example).
+        static = isinstance(self.distribute_strategy, tf.distribute.TPUStrategy)
+        stream = readers.text_dataset(examples, self.preprocessor, targets,
+                                      batch_size=batch_size, shuffle_seed=int(seed),
+                                      drop_remainder=static)
+        steps = len(examples) // batch_size if static else math.ceil(len(examples) / batch_size)
+        if steps < 1:
+            raise ValueError(f"{len(examples)} texts do not fill one batch of {batch_size}")
+        sized = not self.compiled or self._sized_optimizer
+        checkpoint = None
+        if checkpoint_dir is not None:
+            checkpoint = ResumableCheckpoint(
+                checkpoint_dir, every_steps=checkpoint_steps,
+                every_seconds=60.0 * checkpoint_minutes, arguments={
+                    "data": _fingerprint(examples, targets), "epochs": int(epochs),
+                    "batch_size": batch_size, "seed": int(seed), "task": self.task_block(),
+                    "optimizer": _describe(self.schedule.optimizer(steps * int(epochs))
+                                           if sized else self.optimizer)})
+        start = prepare_fit(self, self.task_kind, self.schedule if sized else None,
+                            steps * int(epochs), checkpoint)
+        self._sized_optimizer = sized
+        if validation_data is not None:
+            validation_data = self._eval_stream(*_pair_of(validation_data), batch_size)[0]
+        history = keras.callbacks.History()
+        history.history = fit_from_step(
+            self, stream, epochs=int(epochs), steps_per_epoch=steps, start_step=start,
+            validation_data=validation_data,
+            callbacks=[*([checkpoint] if checkpoint else []), *kwargs.pop("callbacks", [])],
+            **kwargs)
+        return history
+
+    def evaluate(self, x=None, y=None, batch_size: int | None = None, **kwargs):
+        """The task metrics on texts `x` with targets `y` (a dict: those of
+        `keras-bert finetune`'s `metrics.json`). A dataset of ids (as `fit`'s validation
+        passes) goes to `keras.Model.evaluate`."""
+        if isinstance(x, tf.data.Dataset) or kwargs.get("_use_cached_eval_dataset"):
+            return super().evaluate(x, y, batch_size=batch_size, **kwargs)
+        if kwargs:
+            raise TypeError(f"unexpected arguments {sorted(kwargs)}")
+        stream, examples = self._eval_stream(x, y, int(batch_size or PREDICT_BATCH))
+        gold = self.task_kind.targets(examples, self.labels)
+        return self.task_kind.evaluate_rows(self.network, stream, gold, None, self.labels)
+
+    def predict(self, x, batch_size: int | None = None, **kwargs) -> dict[str, np.ndarray]:
+        """The export's `serving_default` outputs for texts `x`, computed in process by the
+        same functions (each request padded to its longest text): a dict of NumPy arrays,
+        strings as `str`."""
+        if kwargs.pop("verbose", None) not in (None, 0, "auto") or kwargs:
+            raise TypeError(f"unexpected arguments {sorted(kwargs)}")
+        examples = text_examples(x, self.pair, "x")
+        requests = {"text": [ex.text for ex in examples]}
+        if self.pair:
+            requests["text_b"] = [ex.text_b for ex in examples]
+        outputs = run_in_batches(self.serving_module().text_function(), requests,
+                                 int(batch_size or PREDICT_BATCH))
+        return {name: _strings(value) for name, value in outputs.items()}
+
+    def serving_module(self):
+        """The functions of this model's export (`keras_bert.tasks.serving_module`)."""
+        if self._serving is None:
+            preprocessor = self.preprocessor.with_length(None, self.preprocessor.max_length)
+            self._serving = self.task_kind.serving_module(self.network, preprocessor,
+                                                          self.labels, self.task_block())
+        return self._serving
+
+    def _eval_stream(self, x, y, batch_size: int):
+        examples = self.labelled_examples(x, y)
+        return readers.text_dataset(examples, self.preprocessor,
+                                    self.task_kind.targets(examples, self.labels),
+                                    batch_size=batch_size), examples
+
+    # ----- files --------------------------------------------------------------------------
+
+    def save(self, filepath, overwrite: bool = True, **kwargs):
+        """`*.keras`: Keras' archive (`keras.saving.load_model` reads it). Otherwise the
+        keras_bert model directory that `keras-bert predict / export` and `load` read."""
+        if str(filepath).endswith(".keras"):
+            return super().save(filepath, overwrite=overwrite, **kwargs)
+        from keras_bert.checkpoints.task_dir import save_task_model
+
+        if os.path.exists(filepath) and not overwrite:
+            raise FileExistsError(f"{filepath} exists (overwrite=False)")
+        tokenizer = self.preprocessor.tokenizer
+        with tempfile.TemporaryDirectory() as tmp:
+            vocab = os.path.join(tmp, "vocab.txt")
+            with open(vocab, "w", encoding="utf-8") as f:
+                f.write("".join(token + "\n" for token in tokenizer.vocab))
+            return save_task_model(self.network, str(filepath), vocab, tokenizer.lower_case,
+                                   self.task_block(), self.labels,
+                                   preprocessor=self.preprocessor).path
+
+    def export(self, base_dir: str, **options) -> str:
+        """Writes the next version under `base_dir` exactly as `keras-bert export` does
+        (options: those of `keras_bert.export.exporter.export_model`); returns its path."""
+        from keras_bert.export.exporter import export_model
+
+        with tempfile.TemporaryDirectory() as tmp:
+            model_dir = self.save(os.path.join(tmp, "model"))
+            return export_model(model_dir, base_dir, **options).path
+
+
+def _fingerprint(examples, targets) -> str:
+    """A digest of the training rows and targets (a resumed fit must see the same data)."""
+    digest = hashlib.sha256()
+    for ex in examples:
+        digest.update(json.dumps([ex.text, ex.text_b]).encode("utf-8"))
+    digest.update(np.ascontiguousarray(targets).tobytes())
+    return digest.hexdigest()
+
+
+def _describe(optimizer) -> dict:
+    """The optimizer's class and settings (not its generated name), as JSON values."""
+    config = {k: v for k, v in optimizer.get_config().items() if k != "name"}
+    return json.loads(json.dumps({type(optimizer).__name__: config}, default=str))
+
+
+def _pair_of(validation_data) -> tuple:
+    if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
+        raise ValueError("validation_data is (texts, targets)")
+    return tuple(validation_data)
+
+
+def _strings(value: np.ndarray) -> np.ndarray:
+    if value.dtype == object:
+        return np.vectorize(lambda b: b.decode("utf-8") if isinstance(b, bytes) else b,
+                            otypes=[object])(value).astype(str)
+    return value
