@@ -47,7 +47,7 @@ from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.pretrainer import BertPretrainer
 from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.registry import task_kind
-from keras_bert.tasks.tagging import default_doc_stride
+from keras_bert.tasks.tagger_config import default_doc_stride
 
 SEQUENCE = "BertForSequenceClassification"
 TOKEN = "BertForTokenClassification"

@@ -1,8 +1,12 @@
 """The task models a Python user holds: Keras models that take raw strings and own their
-preprocessing (`TextClassifier`, `TextRegressor`; see `text_task_model.py`)."""
+preprocessing (`TextClassifier`, `TextRegressor`, `TokenClassifier`, `QuestionAnswerer`; see
+`text_task_model.py`)."""
 
+from keras_bert.task_models.question_answerer import QuestionAnswerer
 from keras_bert.task_models.text_classifier import TextClassifier, TextRegressor
 from keras_bert.task_models.text_task_model import TextTaskModel
+from keras_bert.task_models.token_classifier import TokenClassifier
 from keras_bert.training.fit_schedule import FitSchedule
 
-__all__ = ["FitSchedule", "TextClassifier", "TextRegressor", "TextTaskModel"]
+__all__ = ["FitSchedule", "QuestionAnswerer", "TextClassifier", "TextRegressor", "TextTaskModel",
+           "TokenClassifier"]

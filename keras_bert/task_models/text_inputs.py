@@ -140,3 +140,82 @@ def label_names(labels: Sequence[str] | int) -> LabelVocab:
     if len(vocab) < 2:
         raise ValueError(f"a classifier needs at least 2 labels, got {vocab.names}")
     return vocab
+
+
+def word_lists(x, what: str = "x") -> list[list[str]]:
+    """Sentences as word lists: each a list of words, or a string split on whitespace (as
+    the export splits its `text`)."""
+    sentences = []
+    for i, row in enumerate(_as_list(x, what)):
+        if isinstance(row, (str, bytes)):
+            sentences.append(_text(row, what, i).split())
+        elif isinstance(row, (list, tuple, np.ndarray)):
+            words = [_text(w, f"{what}[{i}]", j) for j, w in enumerate(list(row))]
+            bad = next((w for w in words if not w or w != w.strip() or len(w.split()) != 1),
+                       None)
+            if bad is not None:
+                raise ValueError(f"{what}[{i}] has the word {bad!r}: a word is non-empty and "
+                                 "holds no whitespace")
+            sentences.append(words)
+        else:
+            raise TypeError(f"{what}[{i}] is a {type(row).__name__}; a sentence is a string "
+                            "or a list of words")
+    return sentences
+
+
+def tag_lists(y, sentences: list[list[str]], labels: LabelVocab,
+              what: str = "y") -> list[list[str]]:
+    """One tag name (or id) per word of each sentence, as names."""
+    rows = _as_list(y, what)
+    if len(rows) != len(sentences):
+        raise ValueError(f"{what} has {len(rows)} tag lists for {len(sentences)} sentences")
+    out = []
+    for i, (tags, words) in enumerate(zip(rows, sentences, strict=True)):
+        if isinstance(tags, (str, bytes)) or not isinstance(tags, (list, tuple, np.ndarray)):
+            raise TypeError(f"{what}[{i}] is {tags!r}: one list of tags per sentence")
+        tags = list(tags)
+        if len(tags) != len(words):
+            raise ValueError(f"{what}[{i}] has {len(tags)} tags for the {len(words)} words "
+                             f"{words}")
+        out.append([labels.name(int(t)) for t in class_ids(tags, labels, len(tags),
+                                                           f"{what}[{i}]")])
+    return out
+
+
+def squad_examples(x, y=None, what: str = "x") -> list:
+    """`SquadExample`s of `(question, context)` pairs `x` (as `text_examples` reads pairs)
+    and answers `y`: per question `{"text", "start"}` (the answer's first character in the
+    context), a `(text, start)` tuple, the answer text alone (its first occurrence in the
+    context), or None / "" for no answer (SQuAD v2.0)."""
+    from keras_bert.tasks.squad import SquadAnswer, SquadExample
+
+    pairs = text_examples(x, pair=True, what=what)
+    if y is None:
+        return [SquadExample(str(i), ex.text, ex.text_b) for i, ex in enumerate(pairs)]
+    answers = _as_list(y, "y")
+    if len(answers) != len(pairs):
+        raise ValueError(f"y has {len(answers)} answers for {len(pairs)} questions")
+    out = []
+    for i, (ex, answer) in enumerate(zip(pairs, answers, strict=True)):
+        if answer is None or answer == "":
+            out.append(SquadExample(str(i), ex.text, ex.text_b, (), True))
+            continue
+        if isinstance(answer, dict):
+            text, start = answer.get("text"), answer.get("start")
+        elif isinstance(answer, (tuple, list)) and len(answer) == 2:
+            text, start = answer
+        elif isinstance(answer, str):
+            text, start = answer, ex.text_b.find(answer)
+            if start < 0:
+                raise ValueError(f"y[{i}] ({answer!r}) does not occur in its context")
+        else:
+            raise TypeError(f"y[{i}] is {answer!r}: an answer is {{'text', 'start'}}, "
+                            "(text, start), its text, or None for no answer")
+        if not isinstance(text, str) or not isinstance(start, (int, np.integer)):
+            raise TypeError(f"y[{i}] is {answer!r}: text a string, start an int")
+        if ex.text_b[int(start):int(start) + len(text)] != text:
+            raise ValueError(f"y[{i}]: the context at {int(start)} reads "
+                             f"{ex.text_b[int(start):int(start) + len(text)]!r}, not the "
+                             f"answer {text!r}")
+        out.append(SquadExample(str(i), ex.text, ex.text_b, (SquadAnswer(text, int(start)),)))
+    return out

@@ -32,8 +32,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.task_models.text_inputs import text_examples
-from keras_bert.tasks import readers
 from keras_bert.tasks.registry import task_kind
 from keras_bert.tasks.task import PREDICT_BATCH, run_in_batches
 from keras_bert.training.checkpointing import ResumableCheckpoint
@@ -47,35 +45,113 @@ DEFAULT_BATCH_SIZE = 32
 class TextTaskModel(keras.Model):
     """A task network and its preprocessor, taking raw strings (see the module docstring).
 
-    Subclasses set `kind` (a task kind's name) and implement `targets(examples_or_y)`.
+    Subclasses set `kind` (a task kind's name) and `config_class` (the kind's typed config:
+    `block(kind, seq_length, num_classes)` writes the model directory's task block,
+    `from_block` reads it) and implement the hooks below.
     """
 
     kind: ClassVar[str] = ""
+    config_class: ClassVar[type] = type(None)
 
-    def __init__(self, network, preprocessor, labels=None, **kwargs):
+    def __init__(self, network, preprocessor, labels=None, config=None, **kwargs):
         kwargs.setdefault("dtype", network.dtype_policy)
         kwargs.setdefault("name", f"text_{network.name}")
         super().__init__(**kwargs)
         self.network = network
         self.preprocessor = preprocessor
         self.labels = labels
+        self.config = config if config is not None else self.config_class()
         self.schedule = FitSchedule()
         self._sized_optimizer = True  # compile() without an optimizer: sized by fit
+        self._kind_compiling = False
         self._serving = None
+
+    def task_block(self) -> dict:
+        """The model directory's task block (`metadata.task`): the config, the training
+        length, the number of outputs."""
+        return self.config.block(self.kind, self.preprocessor.seq_length,
+                                 None if self.labels is None else len(self.labels))
+
+    @classmethod
+    def pretrained_source(cls, source: str, rules: str | None = None, precision: str = "auto"):
+        """`(loaded, model_dir)` for `from_pretrained`: a model directory of this kind loads
+        whole (`loaded`; `model_dir` None); any other source gives the `ModelDir` to build
+        on. Sources: a keras_bert model directory, any checkpoint `keras-bert convert`
+        reads (Google, Hugging Face, keras-hub preset), or a preset name (`tiny` ...
+        `large`: random weights, the package's 8k uncased vocabulary)."""
+        from keras_bert.checkpoints.model_dir import load_model_dir
+        from keras_bert.task_models.sources import pretrained_model_dir
+
+        source_dir = pretrained_model_dir(source)
+        model_dir = load_model_dir(source_dir).with_rules(rules)
+        if (model_dir.metadata.get("task") or {}).get("kind") == cls.kind:
+            return cls.load(source_dir, rules=rules, precision=precision), None
+        return None, model_dir
+
+    @staticmethod
+    def encoder_and_preprocessor(model_dir, seq_length: int, precision: str = "auto"):
+        """The encoder of `model_dir` in `precision`'s dtype policy (`auto`: for the
+        hardware, as `--precision auto`) and its preprocessor at `seq_length`."""
+        from keras_bert.training.precision import resolve_precision
+
+        if seq_length > model_dir.config.max_position_embeddings:
+            raise ValueError(f"seq_length {seq_length} exceeds the model's "
+                             f"max_position_embeddings {model_dir.config.max_position_embeddings}")
+        return (model_dir.load_encoder(dtype=resolve_precision(precision)),
+                model_dir.preprocessor().with_length(seq_length))
+
+    @classmethod
+    def load(cls, path: str, rules: str | None = None, precision: str = "float32"):
+        """The model saved in the model directory `path` (`save`, `keras-bert finetune`)."""
+        from keras_bert.checkpoints.task_dir import load_task_model
+        from keras_bert.training.precision import resolve_precision
+
+        saved = load_task_model(path, dtype=resolve_precision(precision), rules=rules)
+        if saved.kind != cls.kind:
+            raise ValueError(f"{path} holds a {saved.kind!r} model, not a {cls.kind!r} one "
+                             f"({cls.__name__})")
+        return cls(saved.model, saved.preprocessor, saved.labels,
+                   cls.config_class.from_block(saved.task))
+
+    def get_config(self) -> dict:
+        """The network, the preprocessor (vocabulary inside), labels and config."""
+        return {"network": keras.saving.serialize_keras_object(self.network),
+                "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
+                "labels": None if self.labels is None else self.labels.names,
+                "config": dataclasses.asdict(self.config), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config: dict):
+        """Rebuilds the model from `get_config` output."""
+        from keras_bert.tasks.labels import LabelVocab
+
+        config = dict(config)
+        labels = config.pop("labels")
+        return cls(keras.saving.deserialize_keras_object(config.pop("network")),
+                   keras.saving.deserialize_keras_object(config.pop("preprocessor")),
+                   None if labels is None else LabelVocab(labels),
+                   cls.config_class(**config.pop("config")), **config)
 
     # ----- what subclasses say ------------------------------------------------------------
 
-    @property
-    def pair(self) -> bool:
-        """Whether the model reads `(text, text_b)` pairs."""
+    def rows(self, x, y) -> list:
+        """The rows of inputs `x` carrying targets `y` (validated), as the kind's data
+        pipeline reads them from files (`TextExample`, `TaggedSentence`, ...)."""
         raise NotImplementedError
 
-    def task_block(self) -> dict:
-        """The model directory's task block (`metadata.task`)."""
+    def stream(self, rows: list, batch_size: int, seed: int | None = None,
+               drop_remainder: bool = False) -> tuple[tf.data.Dataset, int]:
+        """`(dataset, examples)`: `(features, targets)` batches of `rows` (with `seed`:
+        endless epochs, each shuffled by `(seed, epoch)`; else one pass in order) and the
+        number of training examples they hold (windows, for windowed kinds)."""
         raise NotImplementedError
 
-    def labelled_examples(self, x, y, what: str = "y") -> list:
-        """`TextExample` rows of `x` carrying the targets `y` (validated)."""
+    def score(self, rows: list, batch_size: int) -> dict:
+        """The task metrics on `rows` (those of `keras-bert finetune`'s `metrics.json`)."""
+        raise NotImplementedError
+
+    def requests(self, x) -> dict[str, list[str]]:
+        """The `serving_default` inputs for `x`."""
         raise NotImplementedError
 
     @property
@@ -94,13 +170,24 @@ class TextTaskModel(keras.Model):
         """The task's loss and metrics (unless `loss` is given). Without `optimizer`,
         `fit` builds BERT's AdamW under `schedule` (default `FitSchedule()`), sized from
         its own number of steps."""
-        if loss is not None:
+        if loss is not None or self._kind_compiling:
             super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
             return
         if schedule is not None:
             self.schedule = schedule
         self._sized_optimizer = optimizer is None
-        self.task_kind.compile(self, optimizer or self.schedule.optimizer(1))
+        self._kind_compiling = True  # the kind calls compile back, with or without a loss
+        try:
+            self.task_kind.compile(self, optimizer or self.schedule.optimizer(1))
+        finally:
+            self._kind_compiling = False
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The network's own loss when it brings one (span QA) and none was compiled;
+        else Keras' compiled loss."""
+        if self._compile_loss is None and _brings_loss(self.network):
+            return self.network.compute_loss(x, y, y_pred, sample_weight, training)
+        return super().compute_loss(x, y, y_pred, sample_weight, training)
 
     def get_compile_config(self) -> dict:
         """The default optimizer's schedule (a `.keras` file recompiles with it)."""
@@ -139,26 +226,23 @@ class TextTaskModel(keras.Model):
             raise ValueError("a resumable fit (checkpoint_dir=) needs seed=, so that the "
                              "resumed run sees the batches the interrupted one would have")
         batch_size = int(batch_size or DEFAULT_BATCH_SIZE)
-        examples = self.labelled_examples(x, y)
+        rows = self.rows(x, y)
         if seed is None:
             seed = int(np.random.randint(0, 2**31 - 1))
-        targets = self.task_kind.targets(examples, self.labels)
         # TPUs compile for one batch shape: there the last, partial batch is dropped (not
         # verified on a TPU here; MirroredStrategy and one device keep every example).
         static = isinstance(self.distribute_strategy, tf.distribute.TPUStrategy)
-        stream = readers.text_dataset(examples, self.preprocessor, targets,
-                                      batch_size=batch_size, shuffle_seed=int(seed),
-                                      drop_remainder=static)
-        steps = len(examples) // batch_size if static else math.ceil(len(examples) / batch_size)
+        stream, count = self.stream(rows, batch_size, int(seed), drop_remainder=static)
+        steps = count // batch_size if static else math.ceil(count / batch_size)
         if steps < 1:
-            raise ValueError(f"{len(examples)} texts do not fill one batch of {batch_size}")
+            raise ValueError(f"{count} examples do not fill one batch of {batch_size}")
         sized = not self.compiled or self._sized_optimizer
         checkpoint = None
         if checkpoint_dir is not None:
             checkpoint = ResumableCheckpoint(
                 checkpoint_dir, every_steps=checkpoint_steps,
                 every_seconds=60.0 * checkpoint_minutes, arguments={
-                    "data": _fingerprint(examples, targets), "epochs": int(epochs),
+                    "data": _fingerprint(rows), "epochs": int(epochs),
                     "batch_size": batch_size, "seed": int(seed), "task": self.task_block(),
                     "optimizer": _describe(self.schedule.optimizer(steps * int(epochs))
                                            if sized else self.optimizer)})
@@ -166,7 +250,8 @@ class TextTaskModel(keras.Model):
                             steps * int(epochs), checkpoint)
         self._sized_optimizer = sized
         if validation_data is not None:
-            validation_data = self._eval_stream(*_pair_of(validation_data), batch_size)[0]
+            validation_data = self.stream(self.rows(*_pair_of(validation_data)),
+                                          batch_size)[0]
         history = keras.callbacks.History()
         history.history = fit_from_step(
             self, stream, epochs=int(epochs), steps_per_epoch=steps, start_step=start,
@@ -183,9 +268,7 @@ class TextTaskModel(keras.Model):
             return super().evaluate(x, y, batch_size=batch_size, **kwargs)
         if kwargs:
             raise TypeError(f"unexpected arguments {sorted(kwargs)}")
-        stream, examples = self._eval_stream(x, y, int(batch_size or PREDICT_BATCH))
-        gold = self.task_kind.targets(examples, self.labels)
-        return self.task_kind.evaluate_rows(self.network, stream, gold, None, self.labels)
+        return self.score(self.rows(x, y), int(batch_size or PREDICT_BATCH))
 
     def predict(self, x, batch_size: int | None = None, **kwargs) -> dict[str, np.ndarray]:
         """The export's `serving_default` outputs for texts `x`, computed in process by the
@@ -193,11 +276,7 @@ class TextTaskModel(keras.Model):
         strings as `str`."""
         if kwargs.pop("verbose", None) not in (None, 0, "auto") or kwargs:
             raise TypeError(f"unexpected arguments {sorted(kwargs)}")
-        examples = text_examples(x, self.pair, "x")
-        requests = {"text": [ex.text for ex in examples]}
-        if self.pair:
-            requests["text_b"] = [ex.text_b for ex in examples]
-        outputs = run_in_batches(self.serving_module().text_function(), requests,
+        outputs = run_in_batches(self.serving_module().text_function(), self.requests(x),
                                  int(batch_size or PREDICT_BATCH))
         return {name: _strings(value) for name, value in outputs.items()}
 
@@ -208,12 +287,6 @@ class TextTaskModel(keras.Model):
             self._serving = self.task_kind.serving_module(self.network, preprocessor,
                                                           self.labels, self.task_block())
         return self._serving
-
-    def _eval_stream(self, x, y, batch_size: int):
-        examples = self.labelled_examples(x, y)
-        return readers.text_dataset(examples, self.preprocessor,
-                                    self.task_kind.targets(examples, self.labels),
-                                    batch_size=batch_size), examples
 
     # ----- files --------------------------------------------------------------------------
 
@@ -245,12 +318,17 @@ class TextTaskModel(keras.Model):
             return export_model(model_dir, base_dir, **options).path
 
 
-def _fingerprint(examples, targets) -> str:
-    """A digest of the training rows and targets (a resumed fit must see the same data)."""
+def _brings_loss(model) -> bool:
+    """Whether `model` computes its own loss (overrides `keras.Model.compute_loss`)."""
+    return type(model).compute_loss is not keras.Model.compute_loss
+
+
+def _fingerprint(rows: list) -> str:
+    """A digest of the training rows, targets included (a resumed fit must see the same
+    data)."""
     digest = hashlib.sha256()
-    for ex in examples:
-        digest.update(json.dumps([ex.text, ex.text_b]).encode("utf-8"))
-    digest.update(np.ascontiguousarray(targets).tobytes())
+    for row in rows:
+        digest.update(json.dumps(dataclasses.asdict(row), default=str).encode("utf-8"))
     return digest.hexdigest()
 
 

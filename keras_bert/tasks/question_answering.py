@@ -18,6 +18,7 @@ import tensorflow as tf
 from keras_bert.models.span_qa import BertSpanQA
 from keras_bert.tasks import metrics, squad
 from keras_bert.tasks.readers import json_objects, no_rows, stdin_lines
+from keras_bert.tasks.span_qa_config import SpanQAConfig
 from keras_bert.tasks.span_qa_serving import SpanQAServingModule
 from keras_bert.tasks.task import (
     PREDICT_BATCH,
@@ -71,11 +72,10 @@ class SpanQATask(Task):
 
     def data(self, job, preprocessor) -> TaskData:
         """Windows of `job.train` / `job.eval`; the eval metric runs the export's function."""
-        spec = {"kind": self.name, "seq_length": job.seq_length,
-                "max_query_length": job.max_query_length, "doc_stride": job.doc_stride}
-        _check_room(preprocessor.max_length, spec)
         train = squad.read_squad(job.train)
-        spec["version_2"] = any(ex.is_impossible for ex in train)
+        spec = SpanQAConfig(job.max_query_length, job.doc_stride,
+                            any(ex.is_impossible for ex in train), job.dropout).block(
+            self.name, job.seq_length)
         features = self.features(train, preprocessor, spec)
         windows = len(features["input_word_ids"])
         train_ds = self.dataset(features, job.batch_size, shuffle_seed=job.seed)
@@ -87,11 +87,16 @@ class SpanQATask(Task):
 
         def evaluate(model) -> dict:
             module = self.serving_module(model, preprocessor.with_length(None), None, spec)
-            answers = self.predict(module, evaluation, job.batch_size)
-            return metrics.squad_em_f1({a["id"]: a["answer"] for a in answers}, evaluation)
+            return self.score_questions(module, evaluation, job.batch_size)
 
         return TaskData(train_ds, windows, eval_ds, len(eval_features["input_word_ids"]),
                         evaluate, None, spec)
+
+    def score_questions(self, module, examples, batch_size: int = PREDICT_BATCH) -> dict:
+        """The official exact match and F1 of the answers the export's function (`module`)
+        gives `examples` (`SquadExample`s with gold answers)."""
+        answers = self.predict(module, examples, batch_size)
+        return metrics.squad_em_f1({a["id"]: a["answer"] for a in answers}, examples)
 
     def serving_module(self, model, preprocessor, labels, spec: dict,
                        null_score_threshold: float = 0.0, **options):
@@ -141,12 +146,6 @@ def _check_answers(examples, starts, answer_tokens) -> None:
         if start >= 0 and first < 0:
             raise ValueError(f"question {ex.qas_id!r}: the answer {ex.answers[0].text!r} "
                              "covers no token of the context.")
-
-
-def _check_room(length: int, spec: dict) -> None:
-    if length < int(spec["max_query_length"]) + 4:
-        raise ValueError(f"seq_length ({length}) must leave room for the question "
-                         f"({spec['max_query_length']}), 3 special tokens and some context.")
 
 
 def read_questions(source: str) -> list:

@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from keras_bert.models.tagger import BertTagger
 from keras_bert.tasks import conll, metrics, readers
+from keras_bert.tasks.tagger_config import TaggerConfig, default_doc_stride
 from keras_bert.tasks.tagger_serving import TaggerServingModule
 from keras_bert.tasks.task import (
     PREDICT_BATCH,
@@ -35,11 +36,6 @@ FEATURE_CHUNK = 1024  # sentences featurised per call
 CONLL_EXTENSIONS = (".conll", ".txt")
 
 
-def default_doc_stride(seq_length: int) -> int:
-    """The windows' stride when the task block has none: half the length, at most 128."""
-    return min(128, max(1, int(seq_length) // 2))
-
-
 class TagTask(Task):
     """Token classification; metrics: entity precision, recall and F1 (seqeval rules)."""
 
@@ -50,7 +46,7 @@ class TagTask(Task):
         """A `BertTagger` with one output per tag."""
         if labels is None:
             raise ValueError("a tag model needs its labels")
-        return BertTagger(encoder, len(labels), dropout=spec.get("dropout"))
+        return BertTagger(encoder, len(labels), dropout=TaggerConfig.from_block(spec).dropout)
 
     def compile(self, model, optimizer) -> None:
         """Cross-entropy on first wordpieces only (`IGNORE_LABEL` elsewhere)."""
@@ -88,8 +84,8 @@ class TagTask(Task):
         """Windows of `job.train` / `job.eval`; the eval metric runs the export's function."""
         train = conll.read_conll(job.train)
         labels = conll.tag_vocab(train)
-        spec = {"kind": self.name, "seq_length": job.seq_length, "num_classes": len(labels),
-                "doc_stride": job.doc_stride}
+        spec = TaggerConfig(doc_stride=job.doc_stride, dropout=job.dropout).block(
+            self.name, job.seq_length, len(labels))
         features = _in_file(job.train, self.features, train, labels, preprocessor, spec)
         windows = len(features["labels"])
         train_ds = self.dataset(features, job.batch_size, shuffle_seed=job.seed)
@@ -102,13 +98,18 @@ class TagTask(Task):
 
         def evaluate(model) -> dict:
             module = self.serving_module(model, preprocessor.with_length(None), labels, spec)
-            predicted = [r["tags"] for r in self.predict(
-                module, [s.words for s in evaluation], job.batch_size)]
-            result = metrics.entity_f1([s.tags for s in evaluation], predicted)
-            return {k: result[k] for k in ("precision", "recall", "f1", "per_type")}
+            return self.score_sentences(module, evaluation, job.batch_size)
 
         return TaskData(train_ds, windows, eval_ds, len(eval_features["labels"]), evaluate,
                         labels, spec)
+
+    def score_sentences(self, module, sentences, batch_size: int = PREDICT_BATCH) -> dict:
+        """Entity `precision`, `recall`, `f1` and `per_type` of the tags the export's
+        function (`module`) gives the words of tagged `sentences`."""
+        predicted = [r["tags"] for r in self.predict(module, [s.words for s in sentences],
+                                                     batch_size)]
+        result = metrics.entity_f1([s.tags for s in sentences], predicted)
+        return {k: result[k] for k in ("precision", "recall", "f1", "per_type")}
 
     def serving_module(self, model, preprocessor, labels, spec: dict, **options):
         """Word-level `labels`, `scores`, byte offsets from `text`."""

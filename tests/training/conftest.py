@@ -13,7 +13,12 @@ from tests.training.test_finetune import SPECIAL, WORDS
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> str:
     """A tiny randomly initialised BERT over the test vocabulary, as a model directory."""
-    root = tmp_path_factory.mktemp("tiny_bert")
+    return write_tiny_model_dir(tmp_path_factory.mktemp("tiny_bert"))
+
+
+def write_tiny_model_dir(root) -> str:
+    """A tiny BERT (random weights from Keras' global generator) over the test vocabulary
+    as `root/model`; returns its path."""
     vocab = root / "vocab.txt"
     vocab.write_text("".join(f"{t}\n" for t in SPECIAL + WORDS), encoding="utf-8")
     config = BertConfig(vocab_size=len(SPECIAL) + len(WORDS), hidden_size=32, num_layers=2,

@@ -1,0 +1,44 @@
+"""`SpanQAConfig`: the typed settings of an extractive question answerer, written into a
+model directory's task block by `block` alone."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class SpanQAConfig:
+    """`max_query_length`: question tokens kept (None: half the training length, at most
+    64); `doc_stride`: how far the windows over a long context advance (None: half the
+    length, at most 128); `version_2`: questions may have no answer in their context
+    (SQuAD v2.0: the model may answer ""); `dropout`: unused by the span head (kept for
+    the task block)."""
+
+    max_query_length: int | None = None
+    doc_stride: int | None = None
+    version_2: bool = False
+    dropout: float | None = None
+
+    def __post_init__(self):
+        for name in ("max_query_length", "doc_stride"):
+            value = getattr(self, name)
+            if value is not None and int(value) < 1:
+                raise ValueError(f"{name} must be positive, got {value}")
+
+    def block(self, kind: str, seq_length: int | None, num_classes: int | None = None) -> dict:
+        """The model directory's task block (`metadata.task`) for this config."""
+        length = int(seq_length or 384)
+        query = int(self.max_query_length or min(64, length // 2))
+        if length < query + 4:
+            raise ValueError(f"seq_length ({length}) must leave room for the question "
+                             f"({query}), 3 special tokens and some context.")
+        return {"kind": kind, "seq_length": seq_length, "max_query_length": query,
+                "doc_stride": int(self.doc_stride or min(128, length // 2)),
+                "version_2": bool(self.version_2), "dropout": self.dropout}
+
+    @classmethod
+    def from_block(cls, block: dict) -> SpanQAConfig:
+        """The config a task block records."""
+        return cls(max_query_length=block.get("max_query_length"),
+                   doc_stride=block.get("doc_stride"),
+                   version_2=bool(block.get("version_2", False)), dropout=block.get("dropout"))
