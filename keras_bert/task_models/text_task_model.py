@@ -1,18 +1,19 @@
 """`TextTaskModel`: a Keras model that owns its `BertPreprocessor` and takes raw strings.
 
-The base of the task models a Python user holds (`TextClassifier`, `TextRegressor`). It
-wraps the task network of its kind (ids in, logits out: `keras_bert.models`) and the
-preprocessor that network was trained with, and delegates to the task kind
-(`keras_bert.tasks.registry`) that `keras-bert finetune / predict / export` use:
+The base of the task models a Python user holds (`TextClassifier`, `TextRegressor`,
+`TokenClassifier`, `QuestionAnswerer`). It wraps the task network of its kind (ids in,
+logits out: `keras_bert.models`) and the preprocessor that network was trained with, and
+delegates to the task kind (`keras_bert.tasks.registry`) that `keras-bert finetune /
+predict / export` use:
 
-- `fit(texts, targets)`: the kind's loss and metrics; unless compiled with another
-  optimizer, BERT's AdamW with 10% warmup and linear decay sized from the fit's own steps
-  (`create_optimizer`, as `keras-bert finetune`); the same seeded, resumable batch stream
-  (`readers.text_dataset`), so that the same data, seed and settings end with the weights
-  the command line's run ends with.
-- `predict(texts)`: the export's `serving_default` outputs computed in process by the
-  functions the export traces (label names, probabilities, logits; scores).
-- `evaluate(texts, targets)`: the kind's metrics, the numbers `metrics.json` reports.
+- `fit(x, y)`: the kind's rows, featurised into the seeded batch stream `keras-bert
+  finetune` fits on; the kind's loss and metrics; unless compiled with another optimizer,
+  `FitSchedule`'s AdamW sized from the fit's own steps (`prepare_fit`, shared with the
+  command line), so that the same data, seed and settings end with the command line's
+  weights; resumable with `checkpoint_dir=`.
+- `predict(x)`: the export's `serving_default` outputs computed in process by the
+  functions the export traces.
+- `evaluate(x, y)`: the kind's metrics, the numbers `metrics.json` reports.
 - `save(dir)` / `load(dir)`: the model directory of `keras-bert predict / export`;
   `save("x.keras")` / `keras.saving.load_model` round trip too.
 - `export(dir)`: what `keras-bert export` writes; returns the version's path.
