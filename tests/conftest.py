@@ -83,16 +83,18 @@ def minilm_model_dir(tmp_path_factory) -> str:
 
 # ----- order: the longest files first, so that two xdist workers (`.ci/run`) end together ---
 
-# The files over ~60 s in CI's durations log (`ci-logs/durations.md`, session 18's fresh-clone
-# run: docs/runs/ci-durations-session18.md), longest first; the rest
-# keep their order after them. Within a file the order never changes (module fixtures).
+# The files over ~60 s in CI's durations log (session 19's fresh-clone run,
+# docs/runs/ci-durations-session18.md for the one before), longest first, with the rotating
+# shares counted at their share of a run; the rest keep their order after them. Within a
+# file the order never changes (module fixtures).
 LONGEST_FILES = (
-    "tests/test_readme.py", "tests/examples/test_examples.py",
+    "tests/examples/test_examples.py", "tests/test_readme.py",
     "tests/export/test_runtime_matrix.py", "tests/test_oldest_supported.py",
-    "tests/test_bench.py", "tests/training/test_finetune_resume.py",
-    "tests/training/test_pretrain_phases.py", "tests/export/test_train_serve_features.py",
-    "tests/training/test_pretrain_resume.py", "tests/export/test_export.py",
-    "tests/training/test_accumulation.py", "tests/export/test_task_exports.py",
+    "tests/export/test_train_serve_features.py", "tests/training/test_pretrain_phases.py",
+    "tests/export/test_task_exports.py", "tests/task_models/test_text_classifier.py",
+    "tests/training/test_finetune_resume.py", "tests/test_pretrainer.py",
+    "tests/export/test_export.py", "tests/test_task_models.py", "tests/test_bench.py",
+    "tests/training/test_pretrain_resume.py", "tests/training/test_accumulation.py",
     "tests/examples/test_notebook.py", "tests/test_kaggle_wheelhouse.py",
     "tests/training/test_distribution.py", "tests/test_quickstart.py",
 )

@@ -164,10 +164,15 @@ def _jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def _check_outputs(work):
-    """The files and answers the README's commands promise, in the user's directory."""
-    p = lambda *parts: os.path.join(work, *parts)  # noqa: E731
-    for model in ("minilm", "minilm-google"):
+def _paths(work):
+    return lambda *parts: os.path.join(work, *parts)
+
+
+def _check_convert_pretrain(work, queries, servers):
+    """Conversions, vectors, tokenizer, vocabulary, pretraining data and runs."""
+    p = _paths(work)
+    assert not queries and not servers
+    for model in ("minilm", "minilm-google", "minilm-keras-hub"):
         assert os.path.exists(p("models", model, "keras_bert.json"))
     assert os.path.exists(p("checkpoints", "minilm-google", "bert_model.ckpt.index"))
     vectors = _jsonl(p("vectors.jsonl"))
@@ -177,33 +182,86 @@ def _check_outputs(work):
     assert {"[CLS]", "[SEP]", "[MASK]", "whale"} <= set(vocab)
     shards = sorted(f for f in os.listdir(p("data")) if f.startswith("train.tfrecord-"))
     assert len(shards) == 4
-    assert "mlm_accuracy" in open(p("runs", "tiny", "metrics.json")).read()
+    for run in ("tiny", "phase1", "phase2"):
+        assert "mlm_accuracy" in open(p("runs", run, "metrics.json")).read(), run
+
+
+def _check_classify_serve(work, queries, servers):
+    """The classifier, its predictions, the student, the export served and queried, the
+    Hugging Face round trip and the attention plot."""
+    p = _paths(work)
+    assert len(servers) == 1
     with open(p("data", "dev.csv"), encoding="utf-8") as f:
         n_dev = sum(1 for _ in f) - 1
     predictions = _jsonl(p("predictions.jsonl"))
     assert len(predictions) == n_dev
     assert {row["label"] for row in predictions} <= {"moby_dick", "sotu"}
+    for run in ("cls", "student"):
+        assert os.path.isdir(p("runs", run, "model")), run
+    for base in ("bert", "hf-cls"):
+        assert os.path.exists(p("models", base, "1", "saved_model.pb")), base
+    with open(p("attention.png"), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    [[classified]] = queries
+    assert classified["label"] in ("moby_dick", "sotu")
+
+
+def _check_tag_qa_multilabel(work, queries, servers):
+    """The tagger, the span-QA model served and queried, the multi-label predictions."""
+    p = _paths(work)
+    assert len(servers) == 1
     with open(p("data", "ml-dev.csv"), encoding="utf-8") as f:
         n_dev = sum(1 for _ in csv.DictReader(f))
     answers = _jsonl(p("ml-predictions.jsonl"))
     assert len(answers) == n_dev == 300
     topics = {"government", "money", "sea", "ship", "war", "whale"}
     assert all(set(a["scores"]) == topics and set(a["labels"]) <= topics for a in answers)
-    for run in ("cls", "student", "ner", "qa", "ml"):
+    for run in ("ner", "qa", "ml"):
         assert os.path.isdir(p("runs", run, "model")), run
-    for base in ("bert", "ner", "qa", "hf-cls"):
+    for base in ("ner", "qa"):
         assert os.path.exists(p("models", base, "1", "saved_model.pb")), base
-    with open(p("attention.png"), "rb") as f:
-        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    [[answered]] = queries
+    answer = answered["answer"]
+    if isinstance(answer, dict):  # bytes come back base64-encoded
+        answer = base64.b64decode(answer["b64"]).decode("utf-8")
+    assert answer in "Ahab sailed from Nantucket."  # a span of the context, or "" (no answer)
 
 
-@pytest.mark.slow  # ~35 processes that each start TensorFlow: 13-15 min on 2 shared cores
-@pytest.mark.timeout(1800)  # over 900 s beside a second xdist worker (session 16)
-# CI runs it in one landing of two, alternating with the examples' real-MiniLM runs, which
-# fine-tune MiniLM for the same task kinds (tests/examples/test_examples.py); every run checks
-# each line's arguments with the real parser and the coverage rule (the tests below).
-@pytest.mark.rotating(every=2, slot=0)
-def test_readme_commands_run_as_printed(tmp_path):
+CHECKS = {"convert_pretrain": _check_convert_pretrain,
+          "classify_serve": _check_classify_serve,
+          "tag_qa_multilabel": _check_tag_qa_multilabel}
+
+
+# The README's commands in three parts, each with what it needs of the others (the MiniLM
+# conversion), so that CI can run one part per landing (`rotating`, tests/conftest.py: the
+# six real-MiniLM shares, these three and the examples' three). `readme_part` names a
+# command's part by the files it reads or writes.
+README_PARTS = ("convert_pretrain", "classify_serve", "tag_qa_multilabel")
+_SHARED = (r"^MINILM=", r'^\.venv/bin/keras-bert convert "\$MINILM" models/minilm$')
+_PART_PATTERNS = {
+    "classify_serve": r"runs/cls|data/(train|dev)\.csv|runs/student|models/bert\b"
+                      r"|--model-name bert\b|cls-hf|cls-from-hf|models/hf-cls"
+                      r"|artifacts/quickstart",
+    "tag_qa_multilabel": r"\bner\b|squad|runs/qa|models/qa|--model-name qa|\bml-|runs/ml",
+}
+
+
+def readme_part(command: str) -> str | None:
+    """The part of the README's commands that `command` belongs to; None for the shared
+    prerequisites every part runs first."""
+    if any(re.search(pattern, command) for pattern in _SHARED):
+        return None
+    parts = [part for part, pattern in _PART_PATTERNS.items() if re.search(pattern, command)]
+    assert len(parts) <= 1, f"README command in two parts {parts}: {command}"
+    return parts[0] if parts else "convert_pretrain"
+
+
+@pytest.mark.slow  # 12-15 processes that each start TensorFlow, per part
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("part", [
+    pytest.param(part, marks=pytest.mark.rotating(every=6, slot=slot))
+    for slot, part in enumerate(README_PARTS)])
+def test_readme_commands_run_as_printed(tmp_path, part):
     with open(README, encoding="utf-8") as f:
         commands = [strip_comment(c) for c in bash_commands(f.read())]
     assert len(commands) > 20
@@ -219,6 +277,8 @@ def test_readme_commands_run_as_printed(tmp_path):
     ordered = [c for c in commands if quick not in c] + [c for c in commands if quick in c]
     (work / "artifacts" / "quickstart" / "finetune").mkdir(parents=True)
     os.symlink(work / "runs" / "cls" / "model", work / quick)
+    # `data/`: in README order, `create-pretraining-data` (the first part) makes it.
+    (work / "data").mkdir()
 
     assignments, ports, servers, queries, covered = [], {}, [], [], []
     try:
@@ -228,6 +288,8 @@ def test_readme_commands_run_as_printed(tmp_path):
             if rule is not None:
                 rule(command)()
                 covered.append(command)
+                continue
+            if readme_part(command) not in (None, part):
                 continue
             if re.match(r"^[A-Z_][A-Z0-9_]*=", command):
                 assignments.append(command)
@@ -267,14 +329,22 @@ def test_readme_commands_run_as_printed(tmp_path):
                 os.killpg(server.pid, signal.SIGTERM)
                 server.wait(timeout=30)
 
-    assert len(covered) >= 10 and len(servers) == 2
-    _check_outputs(str(work))
-    [classified], [answered] = queries
-    assert classified["label"] in ("moby_dick", "sotu")
-    answer = answered["answer"]
-    if isinstance(answer, dict):  # bytes come back base64-encoded
-        answer = base64.b64decode(answer["b64"]).decode("utf-8")
-    assert answer in "Ahab sailed from Nantucket."  # a span of the context, or "" (no answer)
+    assert len(covered) >= 10
+    CHECKS[part](str(work), queries, servers)
+
+
+def test_every_readme_command_has_one_part():
+    """Each part runs something, the serving lines sit with the models they serve, and
+    every command outside the shared prerequisites belongs to exactly one part."""
+    with open(README, encoding="utf-8") as f:
+        commands = [strip_comment(c) for c in bash_commands(f.read())]
+    run = [c for c in commands if not any(re.search(p, c) for p, _ in COVERED)]
+    parts = {part: [c for c in run if readme_part(c) == part] for part in README_PARTS}
+    assert all(len(lines) >= 5 for lines in parts.values()), parts
+    assert sum(map(len, parts.values())) + sum(readme_part(c) is None for c in run) == len(run)
+    assert any("serve models/bert" in c for c in parts["classify_serve"])
+    assert any("serve models/qa" in c for c in parts["tag_qa_multilabel"])
+    assert any(c.startswith(f"{BIN} pretrain ") for c in parts["convert_pretrain"])
 
 
 def test_bash_commands_parser():
@@ -369,6 +439,11 @@ def python_blocks(markdown: str) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", markdown, flags=re.S | re.M)
 
 
+@pytest.mark.slow  # fits the real MiniLM: ~120 s in CI's durations log (session 19)
+# With the README's classify-and-serve commands (a real-MiniLM share, `rotating(every=6)`):
+# every run fits, predicts, saves and exports the same class on a tiny model
+# (tests/task_models/test_text_classifier.py).
+@pytest.mark.rotating(every=6, slot=1)
 def test_readme_python_blocks_run_as_printed(tmp_path):
     """The Python API block runs as printed (real MiniLM weights) and prints the shapes and
     layer count its comments promise."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tests.conftest import _ROOT, LONGEST_FILES
+from tests.conftest import _ROOT, LONGEST_FILES, rotation_share
 
 
 def test_every_longest_file_exists_once():
@@ -23,49 +23,50 @@ def test_collection_puts_them_first_and_keeps_every_file_together(pytester):
     assert files == sorted(files, key=lambda f: f != LONGEST_FILES[0])
 
 
-def _collected(pytester, monkeypatch, path: str, rotation: int | None) -> list[str]:
-    """The test ids a collection of `path` keeps under `KERAS_BERT_ROTATION=rotation`
-    (none: a local run)."""
-    if rotation is None:
-        monkeypatch.delenv("KERAS_BERT_ROTATION", raising=False)
-    else:
-        monkeypatch.setenv("KERAS_BERT_ROTATION", str(rotation))
-    result = pytester.runpytest_inprocess(
-        "--collect-only", "-q", "-p", "no:cacheprovider", "--rootdir", _ROOT, path)
-    return [line for line in result.outlines if "::" in line]
+def _items(pytester, monkeypatch, path: str) -> list:
+    """The items of a local collection of `path` (no rotation: every test)."""
+    monkeypatch.delenv("KERAS_BERT_ROTATION", raising=False)
+    items, _ = pytester.inline_genitems("-p", "no:cacheprovider", "--rootdir", _ROOT, path)
+    return items
+
+
+def _kept(items, rotation: int) -> set[str]:
+    """The test ids `rotation_share` keeps under `KERAS_BERT_ROTATION=rotation`."""
+    return {item.nodeid for item in rotation_share(items, str(rotation))[0]}
 
 
 def test_rotation_keeps_each_case_once_in_every_n_runs(pytester, monkeypatch):
-    """The bench smoke checks (`rotating(every=3)`): under a rotation number each run
-    collects a third of them, three consecutive numbers collect each exactly once, and no
-    rotation (a local run) collects them all; other tests are never dropped."""
-    bench = os.path.join(_ROOT, "tests", "test_bench.py")
-    everything = _collected(pytester, monkeypatch, bench, None)
-    quick = [t for t in everything if "test_quick_mode_runs_and_compares[" in t]
+    """The bench smoke checks (`rotating(every=6)`): under a rotation number each run
+    keeps a sixth of them, six consecutive numbers keep each exactly once, and no rotation
+    (a local run) keeps them all; other tests are never dropped."""
+    items = _items(pytester, monkeypatch, os.path.join(_ROOT, "tests", "test_bench.py"))
+    everything = {item.nodeid for item in items}
+    quick = {t for t in everything if "test_quick_mode_runs_and_compares[" in t}
     assert len(quick) == 12
-    runs = [_collected(pytester, monkeypatch, bench, r) for r in (30, 31, 32, 33)]
-    shares = [[t for t in run if t in quick] for run in runs]
-    assert sorted(sum(shares[:3], [])) == sorted(quick)  # each once in 3 consecutive runs
-    assert all(len(share) == 4 for share in shares) and shares[3] == shares[0]
-    for run in runs:  # the rest of the file stays
-        assert [t for t in run if t not in quick] == [t for t in everything if t not in quick]
+    assert {item.nodeid for item in rotation_share(items, None)[0]} == everything
+    shares = [_kept(items, r) & quick for r in range(30, 37)]
+    assert sorted(sum(map(sorted, shares[:6]), [])) == sorted(quick)  # once in 6 runs
+    assert all(len(share) == 2 for share in shares) and shares[6] == shares[0]
+    for r in range(30, 37):  # the rest of the file stays
+        assert _kept(items, r) - quick == everything - quick
 
 
-def test_readme_commands_and_examples_alternate(pytester, monkeypatch):
-    """The README's commands (`rotating(every=2, slot=0)`) and the real-MiniLM example runs
-    (slot 1): two consecutive rotation numbers collect each exactly once, never both in one
-    run; the rest of each file stays."""
-    examples = os.path.join(_ROOT, "tests", "examples", "test_examples.py")
-    readme = os.path.join(_ROOT, "tests", "test_readme.py")
-    chain = "test_readme.py::test_readme_commands_run_as_printed"
-    runs = {}
-    for rotation in (40, 41):
-        runs[rotation] = (set(_collected(pytester, monkeypatch, examples, rotation)),
-                          set(_collected(pytester, monkeypatch, readme, rotation)))
-    everything = set(_collected(pytester, monkeypatch, examples, None))
-    (even_examples, even_readme), (odd_examples, odd_readme) = runs[40], runs[41]
-    assert even_examples | odd_examples == everything
-    rotating = everything - (even_examples & odd_examples)
-    assert len(rotating) == 6 and rotating <= odd_examples and not rotating & even_examples
-    assert any(chain in t for t in even_readme) and not any(chain in t for t in odd_readme)
-    assert len(even_readme) == len(odd_readme) + 1 > 4
+def test_real_minilm_shares_rotate_one_per_run(pytester, monkeypatch):
+    """The real-MiniLM shares (`rotating(every=6)`): the README's three parts of commands
+    (slots 0-2, its Python block with the second) and the examples' three pairs (slots 3-5).
+    Six consecutive rotation numbers keep each exactly once; the rest of each file stays."""
+    examples = _items(pytester, monkeypatch,
+                      os.path.join(_ROOT, "tests", "examples", "test_examples.py"))
+    readme = _items(pytester, monkeypatch, os.path.join(_ROOT, "tests", "test_readme.py"))
+    items = examples + readme
+    everything = {item.nodeid for item in items}
+    rotating = {item.nodeid for item in items if item.get_closest_marker("rotating")}
+    parts = {t for t in rotating if "test_readme_commands_run_as_printed[" in t}
+    assert len(parts) == 3 and len(rotating) == 10
+    turns = range(60, 66)  # 60 % 6 == 0
+    shares = [_kept(items, r) & rotating for r in turns]
+    assert [len(share & parts) for share in shares] == [1, 1, 1, 0, 0, 0]
+    assert [len(share - parts) for share in shares] == [0, 1, 0, 2, 2, 2]
+    assert sorted(sum(map(sorted, shares), [])) == sorted(rotating)  # each exactly once
+    for r in turns:
+        assert _kept(items, r) - rotating == everything - rotating

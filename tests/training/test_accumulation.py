@@ -65,6 +65,10 @@ def _global_norm(model, batch) -> float:
     return float(tf.linalg.global_norm([tf.convert_to_tensor(g) for g in grads]))
 
 
+# One optimizer per CI run, alternating (`rotating(every=2)`, tests/conftest.py); LAMB's
+# accumulation also runs through both pretraining phases every run
+# (tests/training/test_pretrain_phases.py).
+@pytest.mark.rotating(every=2)
 @pytest.mark.parametrize("optimizer", ["adamw", "lamb"])
 def test_k_micro_batches_equal_one_batch_of_k_times_b(tiny_config_no_dropout, optimizer):
     items = batches(tiny_config_no_dropout, count=2)

@@ -86,6 +86,10 @@ def _job(kind, model, train, out, extra, **overrides):
     return FinetuneJob(**{**fields, **overrides})
 
 
+# One sentence kind and one window kind per CI run, alternating (`rotating(every=2)` by
+# position, tests/conftest.py: classify + tag, then regress + squad); every run also kills
+# a classify run twice (`test_sigkill_twice_then_resume_is_bit_identical`).
+@pytest.mark.rotating(every=2)
 @pytest.mark.parametrize("kind", ["classify", "regress", "tag", "squad"])
 def test_killed_mid_epoch_resumes_bit_identical(kind, model_dir, tmp_path, rng):
     train, _, extra = _files(kind, tmp_path, rng)

@@ -41,6 +41,9 @@ def _weights(out) -> list[np.ndarray]:
     return arrays
 
 
+# One source per CI run, alternating (`rotating(every=2)`, tests/conftest.py): 70-77 s each
+# in CI's durations log (session 19).
+@pytest.mark.rotating(every=2)
 @pytest.mark.parametrize("source", ["corpus", "tfrecords"])
 def test_sigkill_mid_epoch_then_resume_is_bit_identical(source, corpus, tmp_path):
     if source == "tfrecords":
