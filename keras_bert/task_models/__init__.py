@@ -1,12 +1,13 @@
 """The task models a Python user holds: Keras models that take raw strings and own their
-preprocessing (`TextClassifier`, `TextRegressor`, `TokenClassifier`, `QuestionAnswerer`; see
-`text_task_model.py`)."""
+preprocessing (`TextClassifier`, `MultiLabelClassifier`, `TextRegressor`, `TokenClassifier`,
+`QuestionAnswerer`; see `text_task_model.py`)."""
 
+from keras_bert.task_models.multilabel_classifier import MultiLabelClassifier
 from keras_bert.task_models.question_answerer import QuestionAnswerer
 from keras_bert.task_models.text_classifier import TextClassifier, TextRegressor
 from keras_bert.task_models.text_task_model import TextTaskModel
 from keras_bert.task_models.token_classifier import TokenClassifier
 from keras_bert.training.fit_schedule import FitSchedule
 
-__all__ = ["FitSchedule", "QuestionAnswerer", "TextClassifier", "TextRegressor", "TextTaskModel",
-           "TokenClassifier"]
+__all__ = ["FitSchedule", "MultiLabelClassifier", "QuestionAnswerer", "TextClassifier",
+           "TextRegressor", "TextTaskModel", "TokenClassifier"]

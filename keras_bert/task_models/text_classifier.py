@@ -25,8 +25,8 @@ from keras_bert.tasks.sentence_config import SentenceTaskConfig
 
 
 class SentenceModel(TextTaskModel):
-    """What the classifier and the regressor share: a `SentenceTaskConfig`, rows of text
-    (pairs) with one target each."""
+    """What the classifiers and the regressor share: a `SentenceTaskConfig` (or a subclass:
+    `config_class`), rows of text (pairs) with one target each (a label set, multi-label)."""
 
     config_class = SentenceTaskConfig
 
@@ -41,11 +41,12 @@ class SentenceModel(TextTaskModel):
         return readers.text_dataset(rows, self.preprocessor, targets, batch_size=batch_size,
                                     shuffle_seed=seed, drop_remainder=drop_remainder), len(rows)
 
-    def score(self, rows, batch_size) -> dict:
-        """The kind's metrics on the network's logits (as `keras-bert finetune` scores)."""
+    def score(self, rows, batch_size, train=None) -> dict:
+        """The kind's metrics on the network's logits (as `keras-bert finetune` scores;
+        `train`: the training rows, for baselines that need them)."""
         stream, _ = self.stream(rows, batch_size)
         return self.task_kind.evaluate_rows(self.network, stream,
-                                            self.task_kind.targets(rows, self.labels), None,
+                                            self.task_kind.targets(rows, self.labels), train,
                                             self.labels)
 
     def requests(self, x) -> dict[str, list[str]]:
@@ -67,7 +68,7 @@ class SentenceModel(TextTaskModel):
             return loaded
         vocab = cls.label_vocab(labels)
         encoder, preprocessor = cls.encoder_and_preprocessor(model_dir, seq_length, precision)
-        config = SentenceTaskConfig(pair=pair, pooling=pooling, dropout=dropout)
+        config = cls.config_class(pair=pair, pooling=pooling, dropout=dropout)
         block = config.block(cls.kind, seq_length, None if vocab is None else len(vocab))
         network = task_kind(cls.kind).build_model(encoder, block, vocab)
         return cls(network, preprocessor, vocab, config)

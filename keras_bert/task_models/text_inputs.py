@@ -3,8 +3,9 @@
 `fit`, `evaluate` and `predict` of the text task models take texts as a list, a tuple, a
 NumPy array or a pandas Series of strings; sentence pairs as a list of `(text, text_b)`
 tuples, a `(texts, texts_b)` tuple of two such sequences, or a dict with `text` and
-`text_b`. They become `keras_bert.tasks.readers.TextExample` rows, the rows
-`keras-bert finetune` reads from a file, so both paths share `readers.text_dataset`.
+`text_b`; multi-label targets as a list of labels per text, or a 0/1 matrix. They become
+`keras_bert.tasks.readers.TextExample` rows, the rows `keras-bert finetune` reads from a
+file, so both paths share `readers.text_dataset`.
 Every problem is one `ValueError` (or `TypeError`) that names it.
 """
 
@@ -128,18 +129,55 @@ def scores(y, count: int, what: str = "y") -> np.ndarray:
     return np.asarray(out, np.float32)
 
 
-def label_names(labels: Sequence[str] | int) -> LabelVocab:
-    """A `LabelVocab` from label names, or from a class count (names "0", "1", ...)."""
+def label_names(labels: Sequence[str] | int, minimum: int = 2) -> LabelVocab:
+    """A `LabelVocab` from label names, or from a class count (names "0", "1", ...), of at
+    least `minimum` labels."""
     if isinstance(labels, (int, np.integer)) and not isinstance(labels, bool):
-        if labels < 2:
-            raise ValueError(f"a classifier needs at least 2 classes, got {labels}")
+        if labels < minimum:
+            raise ValueError(f"a classifier needs at least {minimum} label"
+                             f"{'s' if minimum > 1 else ''}, got {labels}")
         return LabelVocab([str(i) for i in range(int(labels))])
     if isinstance(labels, (str, bytes)):
         raise TypeError("labels is a single string; pass the list of label names")
     vocab = LabelVocab(list(labels))
-    if len(vocab) < 2:
-        raise ValueError(f"a classifier needs at least 2 labels, got {vocab.names}")
+    if len(vocab) < minimum:
+        raise ValueError(f"a classifier needs at least {minimum} label"
+                         f"{'s' if minimum > 1 else ''}, got {vocab.names}")
     return vocab
+
+
+def label_sets(y, labels: LabelVocab, count: int, what: str = "y") -> list[tuple[str, ...]]:
+    """Each text's labels as names: per text a list of label names or ids (`[]`: none), or
+    a 0/1 matrix `[texts, labels]` (a NumPy array or pandas DataFrame; a list of lists is
+    read as label lists)."""
+    if hasattr(y, "to_numpy") and getattr(y, "ndim", 1) == 2:  # pandas DataFrame
+        y = y.to_numpy()
+    if isinstance(y, np.ndarray) and y.ndim == 2 and y.dtype.kind in "biuf":
+        if y.shape != (count, len(labels)):
+            raise ValueError(f"{what} has shape {y.shape}; a 0/1 matrix is [texts, labels] = "
+                             f"({count}, {len(labels)})")
+        if not np.isin(y, (0, 1)).all():
+            raise ValueError(f"{what} holds values other than 0 and 1; a 0/1 matrix marks "
+                             "each text's labels")
+        return [tuple(labels.name(j) for j in np.flatnonzero(row)) for row in y]
+    rows = y.tolist() if isinstance(y, np.ndarray) and y.ndim == 2 else _as_list(y, what)
+    if len(rows) != count:
+        raise ValueError(f"{what} has {len(rows)} label lists for {count} texts")
+    out = []
+    for i, row in enumerate(rows):
+        if isinstance(row, (set, frozenset)):
+            row = sorted(row, key=str)
+        if not isinstance(row, (list, tuple, np.ndarray)):
+            raise TypeError(f"{what}[{i}] is {row!r}: one list of labels per text (names or "
+                            "ids; [] for none)")
+        row = list(row)
+        names = [labels.name(int(k)) for k in class_ids(row, labels, len(row), f"{what}[{i}]")
+                 ] if row else []
+        repeated = next((name for name in names if names.count(name) > 1), None)
+        if repeated is not None:
+            raise ValueError(f"{what}[{i}] names the label {repeated!r} twice")
+        out.append(tuple(names))
+    return out
 
 
 def word_lists(x, what: str = "x") -> list[list[str]]:

@@ -1,10 +1,10 @@
 """`TextTaskModel`: a Keras model that owns its `BertPreprocessor` and takes raw strings.
 
-The base of the task models a Python user holds (`TextClassifier`, `TextRegressor`,
-`TokenClassifier`, `QuestionAnswerer`). It wraps the task network of its kind (ids in,
-logits out: `keras_bert.models`) and the preprocessor that network was trained with, and
-delegates to the task kind (`keras_bert.tasks.registry`) that `keras-bert finetune /
-predict / export` use:
+The base of the task models a Python user holds (`TextClassifier`, `MultiLabelClassifier`,
+`TextRegressor`, `TokenClassifier`, `QuestionAnswerer`). It wraps the task network of its
+kind (ids in, logits out: `keras_bert.models`) and the preprocessor that network was
+trained with, and delegates to the task kind (`keras_bert.tasks.registry`) that
+`keras-bert finetune / predict / export` use:
 
 - `fit(x, y)`: the kind's rows, featurised into the seeded batch stream `keras-bert
   finetune` fits on; the kind's loss and metrics; unless compiled with another optimizer,

@@ -6,11 +6,13 @@ vocabulary is the sorted set of labels seen in training. Model: `BertClassifier`
 logit per label; loss: binary cross-entropy on each label's sigmoid.
 
 Decisions: each label has its own threshold. With an evaluation file they are tuned there
-after training (`tune_thresholds`: the cut that maximises each label's F1) and saved in the
-model directory's task block (`thresholds`, in label order); without one they stay 0.5.
-Metrics (`metrics.json`): micro / macro / per-label F1 and subset accuracy at the tuned
-thresholds and at 0.5, and the text-blind baselines (no label; the most frequent label set
-of the training data). Tuned thresholds are fitted on the evaluation set, so its scores at
+after training (`choose_thresholds`: the cut that maximises each label's F1, unless that F1
+does not beat the text-blind answers by more than chance would: then the label is named in
+`unlearned_labels` and its threshold is 0, every text) and saved in the model directory's
+task block (`thresholds`, in label order); without one they stay 0.5. Metrics
+(`metrics.json`): micro / macro / per-label F1 and subset accuracy at the chosen thresholds
+and at 0.5, the unlearned labels, and the text-blind baselines (no label; the most frequent
+label set of the training data). Tuned thresholds are fitted on the evaluation set, so its scores at
 them are optimistic: measure on a third, held-out file (as `examples/multilabel.py` does).
 
 Export: `scores` (`[batch, labels]` sigmoid probabilities), `labels` (`[batch, labels]`
@@ -28,9 +30,9 @@ from keras_bert.tasks.classification import SentenceTask
 from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.multilabel_metrics import (
     DEFAULT_THRESHOLD,
+    choose_thresholds,
     multilabel_baselines,
     multilabel_f1,
-    tune_thresholds,
 )
 from keras_bert.tasks.serving_module import ServingModule
 from keras_bert.tasks.serving_outputs import multilabel_outputs
@@ -73,19 +75,24 @@ class MultiLabelTask(SentenceTask):
         return readers.multi_hot(examples, labels)
 
     def scores(self, gold, logits, train=None, labels=None) -> dict:
-        """F1 at thresholds tuned on this set (`thresholds` by label, micro / macro /
-        per-label F1, subset accuracy), the same at 0.5 (`at_0.5`), and the text-blind
-        `baselines`."""
+        """F1 at thresholds chosen on this set (`thresholds` by label, micro / macro /
+        per-label F1, subset accuracy; `unlearned_labels`: those left at a text-blind
+        threshold), the same at 0.5 (`at_0.5`), and the text-blind `baselines` (the most
+        frequent label set of `train`, the training examples; without them, of `gold`)."""
         names = labels.names
         probabilities = sigmoid(logits)
-        thresholds = tune_thresholds(gold, probabilities)
+        thresholds, unlearned = choose_thresholds(gold, probabilities)
         result = multilabel_f1(gold, probabilities >= thresholds, names)
         result["thresholds"] = {name: float(t) for name, t in zip(names, thresholds,
                                                                    strict=True)}
+        result["unlearned_labels"] = [name for name, u in zip(names, unlearned, strict=True)
+                                      if u]
         at_default = multilabel_f1(gold, probabilities >= DEFAULT_THRESHOLD, names)
         result["at_0.5"] = {k: at_default[k] for k in ("micro_f1", "macro_f1",
                                                        "subset_accuracy")}
-        result["baselines"] = multilabel_baselines(gold, [ex.label for ex in train], names)
+        label_sets = ([ex.label for ex in train] if train is not None else
+                      [[names[j] for j in np.flatnonzero(row)] for row in np.asarray(gold)])
+        result["baselines"] = multilabel_baselines(gold, label_sets, names)
         return result
 
     def tuned_spec(self, spec: dict, evaluation: dict | None) -> dict:

@@ -1,11 +1,14 @@
 """`SentenceTaskConfig`: the typed settings of a sentence-level task model (classify,
-regress), written into a model directory's task block by `block` alone."""
+regress), written into a model directory's task block by `block` alone; and
+`MultiLabelTaskConfig`, the same with each label's decision threshold (multilabel)."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from keras_bert.models.pooling import POOLING_MODES
+from keras_bert.tasks.multilabel_metrics import DEFAULT_THRESHOLD
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,3 +54,36 @@ class SentenceTaskConfig:
                    dropout=block.get("dropout"),
                    text_column=block.get("text_column") or "text",
                    text_b_column=block.get("text_b_column") if pair else None)
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiLabelTaskConfig(SentenceTaskConfig):
+    """A multi-label classifier's settings: a `SentenceTaskConfig` and `thresholds`, each
+    label's decision threshold in label order (None: untuned, `DEFAULT_THRESHOLD` each; the
+    task block always lists them, as `keras-bert finetune --task multilabel` writes it)."""
+
+    thresholds: tuple[float, ...] | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.thresholds is not None:
+            values = tuple(float(t) for t in self.thresholds)
+            if not all(math.isfinite(t) for t in values):
+                raise ValueError(f"thresholds must be finite, got {list(values)}")
+            object.__setattr__(self, "thresholds", values)
+
+    def block(self, kind: str, seq_length: int | None, num_classes: int | None) -> dict:
+        """The sentence block and `thresholds` (one per label)."""
+        block = super().block(kind, seq_length, num_classes)
+        if num_classes is not None:
+            thresholds = self.thresholds or (DEFAULT_THRESHOLD,) * int(num_classes)
+            if len(thresholds) != num_classes:
+                raise ValueError(f"{len(thresholds)} thresholds for {num_classes} labels")
+            block["thresholds"] = list(thresholds)
+        return block
+
+    @classmethod
+    def from_block(cls, block: dict) -> MultiLabelTaskConfig:
+        """The config a task block records, thresholds included."""
+        return cls(**dataclasses.asdict(SentenceTaskConfig.from_block(block)),
+                   thresholds=block.get("thresholds"))

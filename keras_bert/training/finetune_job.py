@@ -138,6 +138,17 @@ def write_json(path: str, value) -> None:
         f.write("\n")
 
 
+def eval_line(task: str, evaluation: dict) -> str:
+    """The log line of an evaluation: its numbers, and the labels it found unlearned
+    (multilabel: left at a text-blind threshold)."""
+    line = f"eval {task}: " + ", ".join(f"{k}={v:.4f}" for k, v in evaluation.items()
+                                        if isinstance(v, float))
+    if evaluation.get("unlearned_labels"):
+        line += ("; unlearned labels (F1 no better than text-blind, now predicted for every "
+                 "text): " + ", ".join(evaluation["unlearned_labels"]))
+    return line
+
+
 def run_finetuning(job: FinetuneJob) -> dict:
     """Fine-tunes `job.model` on `job.train`, evaluates on `job.eval` and writes `job.out`.
 
@@ -184,8 +195,7 @@ def run_finetuning(job: FinetuneJob) -> dict:
     if data.evaluate is not None:
         result["eval"] = data.evaluate(model)
         if job.verbose:
-            print(f"eval {job.task}: " + ", ".join(
-                f"{k}={v:.4f}" for k, v in result["eval"].items() if isinstance(v, float)))
+            print(eval_line(job.task, result["eval"]), flush=True)
     task = kind.tuned_spec(task, result.get("eval"))
     save_task_model(model, os.path.join(job.out, "model"), source.vocab_file,
                     source.lower_case, task, data.labels,

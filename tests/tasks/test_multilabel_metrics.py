@@ -1,17 +1,23 @@
 """Multi-label metrics and threshold tuning against hand-computed values and a brute-force
-reference (every threshold tried)."""
+reference (every threshold tried); the fallback of labels the scores did not learn to a
+text-blind threshold."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.multilabel_metrics import (
+    ALWAYS_THRESHOLD,
+    chance_f1,
+    choose_thresholds,
     most_frequent_set,
     multilabel_baselines,
     multilabel_f1,
     tune_thresholds,
 )
+from keras_bert.tasks.registry import task_kind
 
 GOLD = np.array([[1, 0, 1],
                  [0, 1, 0],
@@ -91,3 +97,83 @@ def test_baselines():
     # always {a}: tp 2 fp 2 fn 3 -> p .5 r .4 -> f1 4/9
     assert result["most_frequent_set"]["micro_f1"] == pytest.approx(4 / 9)
     assert result["most_frequent_set"]["labels"] == ["a"]
+
+
+# Fallback: a label whose tuned F1 does not beat the text-blind answers by more than tuning
+# reaches on chance gets the better text-blind answer, every text (threshold 0).
+# SEPARABLE: 8 positives scored 0.9-0.55, above 8 negatives scored 0.45-0.1: the tuned cut
+# 0.5 has F1 1; shuffled positives land exactly on top once in C(16, 8) = 12,870 draws.
+SEPARABLE = (np.array([1] * 8 + [0] * 8), np.array([0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55,
+                                                    0.45, 0.4, 0.35, 0.3, 0.25, 0.2, 0.15, 0.1]))
+# LUCKY: 12 rows by descending score 0.95, 0.9, ..., 0.4; positives at ranks 1 3 4 6 8 11.
+# Every text: tp 6 of 12 predicted -> F1 2 * 6 / (12 + 6) = 2/3. The best cut, top 8 (tp 5),
+# F1 2 * 5 / (8 + 6) = 5/7 > 2/3, at (0.6 + 0.55) / 2 = 0.575; but shuffled positives reach
+# more than 5/7 at some cut in well over 1% of draws (6 of 12 is a coin's worth of luck).
+LUCKY = (np.array([1, 0, 1, 1, 0, 1, 0, 1, 0, 0, 1, 0]), np.linspace(0.95, 0.4, 12))
+
+
+def _column(pair):
+    gold, scores = pair
+    return gold[:, None], scores[:, None]
+
+
+def test_a_separable_label_keeps_its_tuned_threshold():
+    gold, scores = _column(SEPARABLE)
+    thresholds, unlearned = choose_thresholds(gold, scores)
+    assert thresholds[0] == pytest.approx(0.5) and not unlearned[0]
+    assert chance_f1(*SEPARABLE) < 1.0
+
+
+def test_constant_scores_fall_back_to_every_text():
+    # One cut only (every row ties): the tuned F1 is every text's, 2 * 4 / (8 + 4) = 2/3.
+    gold = np.array([[1], [0], [1], [0], [1], [0], [1], [0]])
+    thresholds, unlearned = choose_thresholds(gold, np.full((8, 1), 0.3))
+    assert thresholds[0] == ALWAYS_THRESHOLD == 0.0 and unlearned[0]
+    assert chance_f1(gold[:, 0], np.full(8, 0.3)) == pytest.approx(2 / 3)
+
+
+def test_a_lucky_cut_on_noise_falls_back():
+    gold, scores = _column(LUCKY)
+    assert tune_thresholds(gold, scores)[0] == pytest.approx(0.575)
+    assert _f1(gold[:, 0].astype(bool), scores[:, 0] >= 0.575) == pytest.approx(5 / 7)
+    assert 5 / 7 < chance_f1(*LUCKY) <= 1.0
+    thresholds, unlearned = choose_thresholds(gold, scores)
+    assert thresholds[0] == 0.0 and unlearned[0]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pure_noise_scores_fall_back_and_learned_scores_do_not(seed):
+    rng = np.random.default_rng(seed)
+    gold = rng.random((400, 1)) < 0.3
+    noise = rng.random((400, 1))
+    learned = np.clip(0.5 * gold + 0.6 * rng.random((400, 1)), 0, 1)  # overlapping classes
+    thresholds, unlearned = choose_thresholds(np.hstack([gold, gold]),
+                                              np.hstack([noise, learned]))
+    assert list(unlearned) == [True, False]
+    assert thresholds[0] == 0.0
+    assert thresholds[1] == tune_thresholds(gold, learned)[0]
+
+
+def test_chance_f1_is_seeded_and_at_least_every_text():
+    gold, scores = SEPARABLE
+    assert chance_f1(gold, scores) == chance_f1(gold, scores)
+    assert chance_f1(gold, scores) >= 2 * 0.5 / 1.5
+    assert chance_f1(np.zeros(4), np.ones(4)) == 0.0
+
+
+def test_scores_name_the_unlearned_labels_and_save_their_thresholds():
+    # Label "noise": constant logits; "rule": SEPARABLE's scores; "absent": no positive row
+    # (cannot be judged: keeps 0.5, not named).
+    gold_rule, scores = SEPARABLE
+    gold = np.stack([np.zeros(16), np.tile([1, 0], 8), gold_rule], axis=1)
+    logits = np.stack([np.zeros(16), np.zeros(16), np.log(scores / (1 - scores))], axis=1)
+    kind = task_kind("multilabel")
+    result = kind.scores(gold, logits, None, LabelVocab(["absent", "noise", "rule"]))
+    assert result["unlearned_labels"] == ["noise"]
+    assert result["thresholds"] == pytest.approx({"absent": 0.5, "noise": 0.0, "rule": 0.5})
+    assert result["per_label"]["noise"]["f1"] == pytest.approx(2 / 3)  # every text, p = 1/2
+    assert result["per_label"]["rule"]["f1"] == 1.0
+    # the baselines' most frequent set comes from gold when no training rows are given
+    assert result["baselines"]["most_frequent_set"]["labels"] == ["noise", "rule"]
+    spec = kind.tuned_spec({"num_classes": 3}, result)
+    assert spec["thresholds"] == pytest.approx([0.5, 0.0, 0.5])

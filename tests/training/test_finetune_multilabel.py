@@ -19,7 +19,7 @@ import pytest
 
 from keras_bert.export.exporter import export_model
 from keras_bert.export.session_bundle import SessionBundle
-from keras_bert.training.finetune_job import load_task_model
+from keras_bert.training.finetune_job import eval_line, load_task_model
 from tests.training.test_finetune import FAST, FILLER, _json_lines, _run, _write_csv
 
 LABELS = ["capital", "whale"]
@@ -59,7 +59,10 @@ def test_finetune_multilabel_then_predict_and_serve(model_dir, tmp_path, rng, ca
     assert loaded.kind == "multilabel" and loaded.labels.names == LABELS
     thresholds = loaded.task["thresholds"]
     assert thresholds == pytest.approx([metrics["thresholds"][n] for n in LABELS])
-    assert all(0 < t <= 1 for t in thresholds)
+    # FAST's 2 epochs may leave a label unlearned: named, and at threshold 0 (every text)
+    assert set(metrics["unlearned_labels"]) <= set(LABELS)
+    for name, t in zip(LABELS, thresholds, strict=True):
+        assert t == 0.0 if name in metrics["unlearned_labels"] else 0 < t <= 1
 
     code, stdout, err = _run(["predict", str(out / "model"), "--input", evaluation], capsys)
     assert code == 0, err
@@ -94,3 +97,13 @@ def test_multilabel_needs_labels(model_dir, tmp_path, rng, capsys):
                          train, "--out", str(tmp_path / "x"), *FAST], capsys)
     assert code == 2
     assert "no row has a label" in err and err.count("\n") == 1, err
+
+
+def test_the_eval_line_names_unlearned_labels():
+    evaluation = {"micro_f1": 0.5, "macro_f1": 0.25, "unlearned_labels": ["capital"],
+                  "thresholds": {"capital": 0.0, "whale": 0.5}}
+    assert eval_line("multilabel", evaluation) == (
+        "eval multilabel: micro_f1=0.5000, macro_f1=0.2500; unlearned labels (F1 no better "
+        "than text-blind, now predicted for every text): capital")
+    assert eval_line("multilabel", {**evaluation, "unlearned_labels": []}) == (
+        "eval multilabel: micro_f1=0.5000, macro_f1=0.2500")
