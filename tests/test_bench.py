@@ -49,10 +49,10 @@ def test_every_benchmark_is_listed():
 WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit.py")
 
 
-# 30-150 s each, 585 s together in CI's durations log (session 17): CI runs two of them per
-# landing, in rotation (`rotating`, tests/conftest.py), each once in 6 landings.
+# 30-150 s each, 585 s together in CI's durations log (session 17): CI runs one of them per
+# landing, in rotation (`rotating`, tests/conftest.py), each once in 12 landings.
 @pytest.mark.slow
-@pytest.mark.rotating(every=6)
+@pytest.mark.rotating(every=12)
 @pytest.mark.parametrize("script", sorted(BENCHMARKS))
 def test_quick_mode_runs_and_compares(script):
     if script in ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",

@@ -264,7 +264,7 @@ def test_convert_each_format(tmp_path, vocab_file, fmt):
         save_google_dir(encoder, src, vocab_file)
     else:
         save_hf_dir(encoder, src, vocab_file, lower_case=True)
-    assert detect_format(src) == fmt
+    assert detect_format(src).name == fmt
     model_dir = convert(src, str(tmp_path / "dest"))
     assert model_dir.metadata["format"] == fmt
     assert model_dir.lower_case is True  # vocab w0..w44 has no capitals / tokenizer_config
@@ -299,7 +299,7 @@ def test_convert_infers_cased_vocab_and_rejects_unknown(tmp_path, vocab_file):
     assert convert(str(src), str(tmp_path / "d")).lower_case is False
     assert convert(str(src), str(tmp_path / "d2"), lower_case=True).lower_case is True
     (tmp_path / "junk").mkdir()
-    with pytest.raises(ValueError, match="neither a Google BERT checkpoint"):
+    with pytest.raises(ValueError, match="holds none of: a keras_bert model directory"):
         detect_format(str(tmp_path / "junk"))
 
 
@@ -327,3 +327,14 @@ def test_hf_sharded_index_reads_its_shards_and_refuses_names_outside(tmp_path):
                                                     "c": name}}))
         with pytest.raises(ValueError, match="outside the model directory"):
             read_weights(str(model))
+
+
+def test_the_convert_command_offers_every_writable_format():
+    """`keras-bert convert --to` spells the layouts `formats.FORMATS` can write (one list)."""
+    from keras_bert.checkpoints.formats import WRITABLE, checkpoint_format
+    from keras_bert.cli.convert import FORMATS
+
+    assert set(FORMATS) == {"keras_bert", *(name.replace("_", "-") for name in WRITABLE)}
+    assert all(checkpoint_format(name).name == name.replace("-", "_") for name in FORMATS)
+    with pytest.raises(ValueError, match="Unknown checkpoint layout 'onnx'"):
+        checkpoint_format("onnx")

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from keras_bert.checkpoints import load_model_dir
-from keras_bert.checkpoints.heads import PRETRAINING_HEADS, load_pretrainer
+from keras_bert.checkpoints.formats import load_pretrainer
+from keras_bert.checkpoints.heads import PRETRAINING_HEADS
 from keras_bert.checkpoints.task_dir import load_task_model
 from keras_bert.cli import main
 from tests.reference import require

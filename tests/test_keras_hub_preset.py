@@ -85,7 +85,7 @@ def _datasets(path):
 
 def test_preset_converts_to_keras_bert_and_back(keras_hub, preset, tmp_path, capsys):
     path, backbone = preset
-    assert detect_format(path) == "keras_hub"
+    assert detect_format(path).name == "keras_hub"
     dest, out = tmp_path / "ours", tmp_path / "back"
     assert main(["convert", path, str(dest)]) == 0
     assert "keras_hub checkpoint, L2/H64/A2, vocab 22, uncased, huggingface tokenizer rules" \
@@ -143,7 +143,7 @@ def _fake_preset(path, registered_name):
 
 def test_preset_of_another_architecture_is_refused(tmp_path, capsys):
     path = _fake_preset(tmp_path / "distilbert", "keras_hub>DistilBertBackbone")
-    assert detect_format(path) == "keras_hub"
+    assert detect_format(path).name == "keras_hub"
     with pytest.raises(ValueError, match="'keras_hub>DistilBertBackbone', not a BERT backbone"):
         load_keras_hub_preset(path)
     assert main(["convert", path, str(tmp_path / "out")]) == 2

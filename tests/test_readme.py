@@ -206,20 +206,27 @@ def _check_classify_serve(work, queries, servers):
     assert classified["label"] in ("moby_dick", "sotu")
 
 
-def _check_tag_qa_multilabel(work, queries, servers):
-    """The tagger, the span-QA model served and queried, the multi-label predictions."""
+def _check_tag_multilabel(work, queries, servers):
+    """The tagger and its export, the multi-label predictions."""
     p = _paths(work)
-    assert len(servers) == 1
+    assert not queries and not servers
     with open(p("data", "ml-dev.csv"), encoding="utf-8") as f:
         n_dev = sum(1 for _ in csv.DictReader(f))
     answers = _jsonl(p("ml-predictions.jsonl"))
     assert len(answers) == n_dev == 300
     topics = {"government", "money", "sea", "ship", "war", "whale"}
     assert all(set(a["scores"]) == topics and set(a["labels"]) <= topics for a in answers)
-    for run in ("ner", "qa", "ml"):
+    for run in ("ner", "ml"):
         assert os.path.isdir(p("runs", run, "model")), run
-    for base in ("ner", "qa"):
-        assert os.path.exists(p("models", base, "1", "saved_model.pb")), base
+    assert os.path.exists(p("models", "ner", "1", "saved_model.pb"))
+
+
+def _check_squad_serve(work, queries, servers):
+    """The span-QA model, its export served and queried."""
+    p = _paths(work)
+    assert len(servers) == 1
+    assert os.path.isdir(p("runs", "qa", "model"))
+    assert os.path.exists(p("models", "qa", "1", "saved_model.pb"))
     [[answered]] = queries
     answer = answered["answer"]
     if isinstance(answer, dict):  # bytes come back base64-encoded
@@ -229,20 +236,21 @@ def _check_tag_qa_multilabel(work, queries, servers):
 
 CHECKS = {"convert_pretrain": _check_convert_pretrain,
           "classify_serve": _check_classify_serve,
-          "tag_qa_multilabel": _check_tag_qa_multilabel}
+          "tag_multilabel": _check_tag_multilabel, "squad_serve": _check_squad_serve}
 
 
-# The README's commands in three parts, each with what it needs of the others (the MiniLM
+# The README's commands in four parts, each with what it needs of the others (the MiniLM
 # conversion), so that CI can run one part per landing (`rotating`, tests/conftest.py: the
-# six real-MiniLM shares, these three and the examples' three). `readme_part` names a
+# seven real-MiniLM shares, these four and the examples' three). `readme_part` names a
 # command's part by the files it reads or writes.
-README_PARTS = ("convert_pretrain", "classify_serve", "tag_qa_multilabel")
+README_PARTS = ("convert_pretrain", "classify_serve", "tag_multilabel", "squad_serve")
 _SHARED = (r"^MINILM=", r'^\.venv/bin/keras-bert convert "\$MINILM" models/minilm$')
 _PART_PATTERNS = {
     "classify_serve": r"runs/cls|data/(train|dev)\.csv|runs/student|models/bert\b"
                       r"|--model-name bert\b|cls-hf|cls-from-hf|models/hf-cls"
                       r"|artifacts/quickstart",
-    "tag_qa_multilabel": r"\bner\b|squad|runs/qa|models/qa|--model-name qa|\bml-|runs/ml",
+    "tag_multilabel": r"\bner\b|\bml-|runs/ml",
+    "squad_serve": r"squad|runs/qa|models/qa|--model-name qa",
 }
 
 
@@ -259,7 +267,7 @@ def readme_part(command: str) -> str | None:
 @pytest.mark.slow  # 12-15 processes that each start TensorFlow, per part
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("part", [
-    pytest.param(part, marks=pytest.mark.rotating(every=6, slot=slot))
+    pytest.param(part, marks=pytest.mark.rotating(every=7, slot=slot))
     for slot, part in enumerate(README_PARTS)])
 def test_readme_commands_run_as_printed(tmp_path, part):
     with open(README, encoding="utf-8") as f:
@@ -340,10 +348,10 @@ def test_every_readme_command_has_one_part():
         commands = [strip_comment(c) for c in bash_commands(f.read())]
     run = [c for c in commands if not any(re.search(p, c) for p, _ in COVERED)]
     parts = {part: [c for c in run if readme_part(c) == part] for part in README_PARTS}
-    assert all(len(lines) >= 5 for lines in parts.values()), parts
+    assert all(len(lines) >= 4 for lines in parts.values()), parts
     assert sum(map(len, parts.values())) + sum(readme_part(c) is None for c in run) == len(run)
     assert any("serve models/bert" in c for c in parts["classify_serve"])
-    assert any("serve models/qa" in c for c in parts["tag_qa_multilabel"])
+    assert any("serve models/qa" in c for c in parts["squad_serve"])
     assert any(c.startswith(f"{BIN} pretrain ") for c in parts["convert_pretrain"])
 
 
@@ -440,10 +448,10 @@ def python_blocks(markdown: str) -> list[str]:
 
 
 @pytest.mark.slow  # fits the real MiniLM: ~120 s in CI's durations log (session 19)
-# With the README's classify-and-serve commands (a real-MiniLM share, `rotating(every=6)`):
+# With the README's classify-and-serve commands (a real-MiniLM share, `rotating(every=7)`):
 # every run fits, predicts, saves and exports the same class on a tiny model
 # (tests/task_models/test_text_classifier.py).
-@pytest.mark.rotating(every=6, slot=1)
+@pytest.mark.rotating(every=7, slot=1)
 def test_readme_python_blocks_run_as_printed(tmp_path):
     """The Python API block runs as printed (real MiniLM weights) and prints the shapes and
     layer count its comments promise."""

@@ -36,25 +36,26 @@ def _kept(items, rotation: int) -> set[str]:
 
 
 def test_rotation_keeps_each_case_once_in_every_n_runs(pytester, monkeypatch):
-    """The bench smoke checks (`rotating(every=6)`): under a rotation number each run
-    keeps a sixth of them, six consecutive numbers keep each exactly once, and no rotation
+    """The bench smoke checks (`rotating(every=12)`): under a rotation number each run
+    keeps one of them, twelve consecutive numbers keep each exactly once, and no rotation
     (a local run) keeps them all; other tests are never dropped."""
     items = _items(pytester, monkeypatch, os.path.join(_ROOT, "tests", "test_bench.py"))
     everything = {item.nodeid for item in items}
     quick = {t for t in everything if "test_quick_mode_runs_and_compares[" in t}
     assert len(quick) == 12
     assert {item.nodeid for item in rotation_share(items, None)[0]} == everything
-    shares = [_kept(items, r) & quick for r in range(30, 37)]
-    assert sorted(sum(map(sorted, shares[:6]), [])) == sorted(quick)  # once in 6 runs
-    assert all(len(share) == 2 for share in shares) and shares[6] == shares[0]
-    for r in range(30, 37):  # the rest of the file stays
+    shares = [_kept(items, r) & quick for r in range(36, 49)]
+    assert sorted(sum(map(sorted, shares[:12]), [])) == sorted(quick)  # once in 12 runs
+    assert all(len(share) == 1 for share in shares) and shares[12] == shares[0]
+    for r in range(36, 49):  # the rest of the file stays
         assert _kept(items, r) - quick == everything - quick
 
 
 def test_real_minilm_shares_rotate_one_per_run(pytester, monkeypatch):
-    """The real-MiniLM shares (`rotating(every=6)`): the README's three parts of commands
-    (slots 0-2, its Python block with the second) and the examples' three pairs (slots 3-5).
-    Six consecutive rotation numbers keep each exactly once; the rest of each file stays."""
+    """The real-MiniLM shares (`rotating(every=7)`): the README's four parts of commands
+    (slots 0-3, its Python block with the second) and the examples in three shares (slots
+    4-6). Seven consecutive rotation numbers keep each exactly once; the rest of each file
+    stays."""
     examples = _items(pytester, monkeypatch,
                       os.path.join(_ROOT, "tests", "examples", "test_examples.py"))
     readme = _items(pytester, monkeypatch, os.path.join(_ROOT, "tests", "test_readme.py"))
@@ -62,11 +63,11 @@ def test_real_minilm_shares_rotate_one_per_run(pytester, monkeypatch):
     everything = {item.nodeid for item in items}
     rotating = {item.nodeid for item in items if item.get_closest_marker("rotating")}
     parts = {t for t in rotating if "test_readme_commands_run_as_printed[" in t}
-    assert len(parts) == 3 and len(rotating) == 10
-    turns = range(60, 66)  # 60 % 6 == 0
+    assert len(parts) == 4 and len(rotating) == 12
+    turns = range(70, 77)  # 70 % 7 == 0
     shares = [_kept(items, r) & rotating for r in turns]
-    assert [len(share & parts) for share in shares] == [1, 1, 1, 0, 0, 0]
-    assert [len(share - parts) for share in shares] == [0, 1, 0, 2, 2, 2]
+    assert [len(share & parts) for share in shares] == [1, 1, 1, 1, 0, 0, 0]
+    assert [len(share - parts) for share in shares] == [0, 1, 0, 0, 2, 2, 3]
     assert sorted(sum(map(sorted, shares), [])) == sorted(rotating)  # each exactly once
     for r in turns:
         assert _kept(items, r) - rotating == everything - rotating

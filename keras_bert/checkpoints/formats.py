@@ -1,32 +1,251 @@
-"""Which checkpoint layout a directory holds (`detect_format`): Google's, Hugging Face's, a
-keras-hub preset or a keras_bert model directory."""
+"""Checkpoint layouts as objects, one per layout, in one list (`FORMATS`): a keras_bert model
+directory, Google's TF1 release, a keras-hub preset and a Hugging Face directory. Each says
+how to recognise a directory of its layout, read its vocabulary, tokenizer rules and
+encoder, write an encoder in it, and carry its heads (pretraining heads, Hugging Face task
+heads); `conversion.py` and `load_pretrainer` dispatch on them. `detect_format(path)` names
+the layout of a directory, `checkpoint_format(name)` looks one up by name.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 
-from keras_bert.checkpoints import huggingface, keras_hub
+from keras_bert.checkpoints import google, huggingface, keras_hub
 from keras_bert.checkpoints.model_dir import MANIFEST
 
-# The file that marks a directory as holding a checkpoint of that layout.
-CHECKPOINT_MARKERS = {"google": "bert_config.json", "huggingface": "config.json",
-                      "keras_hub": keras_hub.METADATA_FILE}
+
+def infer_lower_case(path: str, vocab_file: str) -> bool:
+    """Whether a checkpoint's tokenizer lower-cases: HF's `tokenizer_config.json` says so;
+    otherwise a vocab with no upper-case letter outside `[SPECIAL]` tokens is uncased."""
+    tok_config = os.path.join(path, "tokenizer_config.json")
+    if os.path.exists(tok_config):
+        with open(tok_config, encoding="utf-8") as f:
+            value = json.load(f).get("do_lower_case")
+        if value is not None:
+            return bool(value)
+    with open(vocab_file, encoding="utf-8") as f:
+        for line in f:
+            token = line.rstrip("\n")
+            if not (token.startswith("[") and token.endswith("]")) and token != token.lower():
+                return False
+    return True
 
 
-def detect_format(path: str) -> str:
-    """`google`, `huggingface`, `keras_hub` or `keras_bert`, from the files in `path`."""
+class CheckpointFormat:
+    """One checkpoint layout. `name`: how options and metadata spell it; `marker`: the file
+    that marks a directory of it; `writable`: `convert --to` writes it; `task_heads`: its
+    task heads convert too (sentence-pair classifiers among them)."""
+
+    name = ""
+    marker = ""
+    description = ""
+    writable = True
+    task_heads = False
+
+    def holds(self, path: str, files: set[str]) -> bool:
+        """Whether directory `path` (holding `files`) is a checkpoint of this layout."""
+        return self.marker in files
+
+    def vocab(self, path: str) -> tuple[str, bool]:
+        """`(vocab file, lower_case)`: a `vocab.txt` beside the weights, its casing read
+        from the tokenizer config or inferred from the vocabulary."""
+        vocab_file = os.path.join(path, "vocab.txt")
+        if not os.path.exists(vocab_file):
+            raise FileNotFoundError(f"No vocab.txt in {path}")
+        return vocab_file, infer_lower_case(path, vocab_file)
+
+    def rules(self, path: str) -> str:
+        """The tokenizer rules (`keras_bert.text.tokenizer`) of a checkpoint of this layout."""
+        return self.name
+
+    def read_encoder(self, path: str, dtype=None):
+        """The `BertEncoder` stored in `path`."""
+        raise NotImplementedError(self.name)
+
+    def write_encoder(self, encoder, dest: str, vocab_file: str, lower_case: bool) -> str:
+        """Writes `encoder` and its vocabulary as a checkpoint of this layout; returns
+        `dest`."""
+        raise NotImplementedError(self.name)
+
+    def convert_with_heads(self, src: str, dest: str, vocab_file: str, lower_case: bool,
+                           rules: str, encoder_only: bool = False, pair: bool = False):
+        """Writes `src` as the keras_bert model directory `dest` the way this layout
+        needs (with its heads unless `encoder_only`; `pair`: a sequence classifier reads
+        text pairs), returning the `ModelDir`; None: the encoder alone is converted by
+        `read_encoder`."""
+        return None
+
+    def write_with_heads(self, src: str, source: CheckpointFormat, dest: str,
+                         lower_case: bool | None) -> str | None:
+        """Writes checkpoint `src` (of layout `source`) with its head in this layout;
+        returns `dest`, or None to write the encoder alone."""
+        return None
+
+    def load_pretrainer(self, path: str, dtype=None, **kwargs):
+        """A `BertPretrainer` of the encoder in `path`, with fresh pretraining heads."""
+        from keras_bert.models.pretrainer import BertPretrainer
+
+        return BertPretrainer(self.read_encoder(path, dtype=dtype), **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<checkpoint format {self.name}>"
+
+
+class KerasBertFormat(CheckpointFormat):
+    """A keras_bert model directory (`keras_bert.json`, the encoder, its tokenizer)."""
+
+    name, marker, writable = "keras_bert", MANIFEST, False
+    description = f"a keras_bert model directory ({MANIFEST})"
+
+    def vocab(self, path):
+        from keras_bert.checkpoints.model_dir import load_model_dir
+
+        source = load_model_dir(path)
+        return source.vocab_file, source.lower_case
+
+    def rules(self, path):
+        from keras_bert.checkpoints.model_dir import load_model_dir
+
+        return load_model_dir(path).rules
+
+    def read_encoder(self, path, dtype=None):
+        from keras_bert.checkpoints.model_dir import load_model_dir
+
+        return load_model_dir(path).load_encoder(dtype=dtype)
+
+    def load_pretrainer(self, path, dtype=None, **kwargs):
+        """The encoder with the pretraining heads `convert` or `pretrain` saved beside it
+        (`pretraining_heads.weights.h5`), else fresh ones."""
+        from keras_bert.checkpoints import heads
+
+        return heads.load_model_dir_pretrainer(path, dtype=dtype, **kwargs)
+
+
+class GoogleFormat(CheckpointFormat):
+    """Google's TF1 release: `bert_config.json`, `bert_model.ckpt.*`, `vocab.txt`."""
+
+    name, marker = "google", "bert_config.json"
+    description = "a Google BERT checkpoint (bert_config.json + bert_model.ckpt.*)"
+
+    def read_encoder(self, path, dtype=None):
+        return google.load_google_dir(path, dtype=dtype)
+
+    def write_encoder(self, encoder, dest, vocab_file, lower_case):
+        return google.save_google_dir(encoder, dest, vocab_file)
+
+    def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
+                           encoder_only=False, pair=False):
+        """A release holding the masked LM head keeps its `cls/` pretraining heads."""
+        from keras_bert.checkpoints import heads
+
+        if encoder_only or not heads.google_has_heads(src):
+            return None
+        return heads.convert_google_with_heads(src, dest, vocab_file, lower_case, rules)
+
+    def load_pretrainer(self, path, dtype=None, **kwargs):
+        from keras_bert.checkpoints import heads
+
+        return heads.load_google_pretrainer(path, dtype=dtype, **kwargs)
+
+
+class KerasHubFormat(CheckpointFormat):
+    """A keras-hub preset (`config.json`, `model.weights.h5`, `metadata.json`)."""
+
+    name, marker = "keras_hub", keras_hub.METADATA_FILE
+    description = (f"a keras-hub preset (config.json + {keras_hub.WEIGHTS_FILE} + "
+                   f"{keras_hub.METADATA_FILE})")
+
+    def holds(self, path, files):
+        return keras_hub.is_keras_hub_preset(path)
+
+    def vocab(self, path):
+        return keras_hub.read_preset_tokenizer(path)
+
+    def rules(self, path):
+        return keras_hub.RULES
+
+    def read_encoder(self, path, dtype=None):
+        return keras_hub.load_keras_hub_preset(path, dtype=dtype)
+
+    def write_encoder(self, encoder, dest, vocab_file, lower_case):
+        return keras_hub.save_keras_hub_preset(encoder, dest, vocab_file, lower_case)
+
+
+class HuggingFaceFormat(CheckpointFormat):
+    """A Hugging Face directory: `config.json` and weights (`huggingface.WEIGHT_FILES`)."""
+
+    name, marker, task_heads = "huggingface", "config.json", True
+    description = (f"Hugging Face weights (config.json + one of "
+                   f"{huggingface.WEIGHT_FILES})")
+
+    def holds(self, path, files):
+        return self.marker in files and bool(files & set(huggingface.WEIGHT_FILES))
+
+    def read_encoder(self, path, dtype=None):
+        return huggingface.load_hf_dir(path, dtype=dtype)
+
+    def write_encoder(self, encoder, dest, vocab_file, lower_case):
+        return huggingface.save_hf_dir(encoder, dest, vocab_file, lower_case)
+
+    def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
+                           encoder_only=False, pair=False):
+        """A `BertFor*` model keeps its head (`keras_bert.checkpoints.hf_task_heads`);
+        encoder-only, the architecture is still recorded."""
+        from keras_bert.checkpoints.hf_task_heads import convert_hf
+
+        return convert_hf(src, dest, vocab_file, lower_case, rules, encoder_only=encoder_only,
+                          pair=pair)
+
+    def write_with_heads(self, src, source, dest, lower_case):
+        """A keras_bert task model directory (or one with pretraining heads) becomes the
+        matching `BertFor*` directory."""
+        if source.name != KerasBertFormat.name:
+            return None
+        from keras_bert.checkpoints.hf_task_heads import save_hf_task_dir
+
+        return save_hf_task_dir(src, dest, lower_case)
+
+    def load_pretrainer(self, path, dtype=None, **kwargs):
+        from keras_bert.checkpoints import heads
+
+        return heads.load_hf_pretrainer(path, dtype=dtype, **kwargs)
+
+
+# Detection order: a keras-hub preset also holds a config.json, so it goes before Hugging
+# Face's.
+FORMATS: tuple[CheckpointFormat, ...] = (KerasBertFormat(), GoogleFormat(), KerasHubFormat(),
+                                         HuggingFaceFormat())
+WRITABLE = tuple(f.name for f in FORMATS if f.writable)
+
+
+def detect_format(path: str) -> CheckpointFormat:
+    """The layout of checkpoint directory `path` (a `CheckpointFormat`; `.name` is one of
+    `keras_bert`, `google`, `keras_hub`, `huggingface`)."""
     if not os.path.isdir(path):
         raise FileNotFoundError(f"Not a directory: {path}")
     files = set(os.listdir(path))
-    if MANIFEST in files:
-        return "keras_bert"
-    if "bert_config.json" in files:
-        return "google"
-    if keras_hub.is_keras_hub_preset(path):  # also has a config.json: before Hugging Face
-        return "keras_hub"
-    if "config.json" in files and files & set(huggingface.WEIGHT_FILES):
-        return "huggingface"
-    raise ValueError(f"{path} holds neither a Google BERT checkpoint (bert_config.json + "
-                     f"bert_model.ckpt.*), Hugging Face weights (config.json + one of "
-                     f"{huggingface.WEIGHT_FILES}) nor a keras-hub preset (config.json + "
-                     f"{keras_hub.WEIGHTS_FILE} + {keras_hub.METADATA_FILE})")
+    for fmt in FORMATS:
+        if fmt.holds(path, files):
+            return fmt
+    raise ValueError(f"{path} holds none of: "
+                     + "; ".join(f.description for f in FORMATS))
+
+
+def checkpoint_format(name: str) -> CheckpointFormat:
+    """The layout called `name` (`keras-hub` reads as `keras_hub`)."""
+    for fmt in FORMATS:
+        if fmt.name == name.replace("-", "_"):
+            return fmt
+    raise ValueError(f"Unknown checkpoint layout {name!r}: expected one of "
+                     f"{[f.name for f in FORMATS]}")
+
+
+def load_pretrainer(path: str, dtype=None, **kwargs):
+    """The `BertPretrainer` to continue pretraining from directory `path`: a Google release
+    or a Hugging Face `BertForPreTraining` / `BertForMaskedLM` directory give the encoder AND
+    their pretraining heads (absent heads keep their initial values, with a warning); so does
+    a keras_bert model directory with `pretraining_heads.weights.h5` (written by `convert`
+    from such a directory, and by `pretrain`); one without, or a keras-hub preset, gets
+    fresh heads. `kwargs` go to `BertPretrainer` (e.g. `nsp_loss_weight`)."""
+    return detect_format(path).load_pretrainer(path, dtype=dtype, **kwargs)

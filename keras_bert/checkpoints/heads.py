@@ -237,7 +237,7 @@ def save_hf_pretrainer(pretrainer: BertPretrainer, path: str, vocab_file: str | 
 
 __all__ = ["GOOGLE_HEAD_TABLE", "HF_HEAD_TABLE", "PRETRAINING_HEADS", "LoadReport",
            "head_variables", "load_google_pretrainer", "load_google_pretrainer_weights",
-           "load_hf_pretrainer", "load_hf_pretrainer_weights", "load_pretrainer",
+           "load_hf_pretrainer", "load_hf_pretrainer_weights", "load_model_dir_pretrainer",
            "load_pretraining_heads", "pretrainer_to_google_heads", "pretrainer_to_hf_state",
            "pretrainer_variables", "save_google_pretrainer", "save_hf_pretrainer",
            "save_pretraining_heads", "convert_google_with_heads", "google_has_heads"]
@@ -303,26 +303,13 @@ def convert_google_with_heads(src: str, dest: str, vocab_file: str, lower_case: 
         save_pretraining_heads(pretrainer, directory, skip=report.initialised))
 
 
-# ----- any source ------------------------------------------------------------------------
-
-
-def load_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:
-    """The `BertPretrainer` to continue pretraining from directory `path`: a Google release
-    or a Hugging Face `BertForPreTraining` / `BertForMaskedLM` directory give the encoder AND
-    their pretraining heads (absent heads keep their initial values, with a warning); so does
-    a keras_bert model directory with `pretraining_heads.weights.h5` (written by `convert`
-    from such a directory, and by `pretrain`); one without gets fresh heads. `kwargs` go to
-    `BertPretrainer` (e.g. `nsp_loss_weight`)."""
-    from keras_bert.checkpoints.formats import detect_format
+def load_model_dir_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:
+    """The encoder of keras_bert model directory `path` with the pretraining heads saved
+    beside it (`pretraining_heads.weights.h5`: absent heads keep their initial values, with
+    a warning), else fresh heads. `kwargs` go to `BertPretrainer`."""
     from keras_bert.checkpoints.model_dir import load_model_dir
 
-    fmt = detect_format(path)
-    if fmt == "google":
-        return load_google_pretrainer(path, dtype=dtype, **kwargs)
-    if fmt == "huggingface":
-        return load_hf_pretrainer(path, dtype=dtype, **kwargs)
     pretrainer = BertPretrainer(load_model_dir(path).load_encoder(dtype=dtype), **kwargs)
     if os.path.exists(os.path.join(path, PRETRAINING_HEADS)):
         _warn_initialised(load_pretraining_heads(pretrainer, path), path)
     return pretrainer
-

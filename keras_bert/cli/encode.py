@@ -16,8 +16,10 @@ def register(subparsers) -> None:
                     "line (an empty line gives the embedding of the empty text; bytes that "
                     "are not UTF-8 are dropped, as in `tokenize` and Google's tokenizer).")
     p.add_argument("model_dir", help="keras_bert model directory (see `keras-bert convert`)")
-    p.add_argument("--pooling", choices=("pooled", "cls", "mean"), default="pooled",
-                   help="pooled output (default), last layer at [CLS], or masked mean")
+    p.add_argument("--pooling", choices=("pooled", "cls", "mean", "concat_last4"),
+                   help="pooled output, last layer at [CLS], masked mean, or the last four "
+                        "layers at [CLS] (default: the model's own: an embedder saved by "
+                        "keras_bert.TextEmbedder keeps its pooling; a plain encoder, pooled)")
     p.add_argument("--seq-length", type=int, default=128,
                    help="longest sequence; longer texts are truncated (default 128)")
     p.add_argument("--batch-size", type=int, default=32)
@@ -27,21 +29,33 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Encodes stdin in batches and streams JSON lines to stdout."""
-    from keras_bert.checkpoints import load_model_dir
-    from keras_bert.text_embedder import TextEmbedder
+    import tensorflow as tf
 
-    model_dir = load_model_dir(args.model_dir).with_rules(args.rules)
-    embedder = TextEmbedder(model_dir.load_encoder(), model_dir.preprocessor(),
-                            seq_length=args.seq_length, pooling=args.pooling)
+    from keras_bert.checkpoints.task_dir import load_task_model
+
+    loaded = load_task_model(args.model_dir, rules=args.rules)
+    if loaded.kind != "embed":
+        print(f"keras-bert encode: {args.model_dir} is a {loaded.kind} model; encode reads an "
+              "encoder (a converted or pretrained model directory) or a TextEmbedder's",
+              file=sys.stderr)
+        return 2
+    limit = loaded.model.encoder.config.max_position_embeddings
+    if args.seq_length > limit:
+        print(f"keras-bert encode: --seq-length {args.seq_length} exceeds the model's "
+              f"max_position_embeddings {limit}", file=sys.stderr)
+        return 2
+    # The function `TextEmbedder.predict` and the export's `serving_default` run.
+    embed = loaded.serving_module(max_length=args.seq_length,
+                                  pooling=args.pooling).text_function()
     batch = []
     # Bytes: ill-formed UTF-8 is handled as `tokenize` does (a text stdin in tests).
     for line in getattr(sys.stdin, "buffer", sys.stdin):
         batch.append(line.rstrip(b"\r\n" if isinstance(line, bytes) else "\r\n"))
         if len(batch) == args.batch_size:
-            _write(embedder(batch))
+            _write(embed(text=tf.constant(batch, tf.string))["embedding"].numpy())
             batch = []
     if batch:
-        _write(embedder(batch))
+        _write(embed(text=tf.constant(batch, tf.string))["embedding"].numpy())
     return 0
 
 

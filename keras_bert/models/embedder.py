@@ -59,18 +59,7 @@ class BertEmbedder(keras.Model):
                              f"{encoder.config.num_layers}")
         policy = encoder_policy(encoder)
         inputs = task_inputs()
-        outputs = encoder(inputs)
-        if pooling == "concat_last4":
-            vectors = [ClsToken(name=f"cls_token_{k}", dtype=policy)(layer)
-                       for k, layer in enumerate(outputs["encoder_outputs"][-4:])]
-            vector = keras.layers.Concatenate(axis=-1, name="concat_last4",
-                                              dtype=policy)(vectors)
-        else:
-            vector = pooled_vector(outputs, inputs["input_mask"], pooling, policy)
-        # float32 output, whatever the encoder's precision.
-        vector = keras.layers.Activation("linear", name="embedding", dtype="float32")(vector)
-        if normalize:
-            vector = L2Normalize(name="l2_normalize", dtype="float32")(vector)
+        vector = _embedding(encoder(inputs), inputs["input_mask"], pooling, normalize, policy)
         kwargs.setdefault("name", "bert_embedder")
         kwargs.pop("dtype", None)
         super().__init__(inputs=inputs, outputs=vector, **kwargs)
@@ -93,3 +82,34 @@ class BertEmbedder(keras.Model):
     def from_config(cls, config):
         """Rebuilds the model from `get_config` output."""
         return build_from_config(cls, config)
+
+
+def _embedding(outputs: dict, input_mask, pooling: str, normalize: bool, policy):
+    """The vector of symbolic encoder `outputs` by `pooling` (float32, L2-normalized if
+    `normalize`)."""
+    if pooling == "concat_last4":
+        vectors = [ClsToken(name=f"cls_token_{k}", dtype=policy)(layer)
+                   for k, layer in enumerate(outputs["encoder_outputs"][-4:])]
+        vector = keras.layers.Concatenate(axis=-1, name="concat_last4", dtype=policy)(vectors)
+    else:
+        vector = pooled_vector(outputs, input_mask, pooling, policy)
+    # float32 output, whatever the encoder's precision.
+    vector = keras.layers.Activation("linear", name="embedding", dtype="float32")(vector)
+    if normalize:
+        vector = L2Normalize(name="l2_normalize", dtype="float32")(vector)
+    return vector
+
+
+def embedding_network(embedder: BertEmbedder) -> keras.Model:
+    """`{"embedding", "pooled_output"}` from one pass of `embedder`'s encoder: its vector
+    (its pooling and normalization) and BERT's pooled output beside it, both float32 (what
+    an embedding export serves)."""
+    inputs = task_inputs()
+    outputs = embedder.encoder(inputs)
+    policy = encoder_policy(embedder.encoder)
+    vector = _embedding(outputs, inputs["input_mask"], embedder.pooling, embedder.normalize,
+                        policy)
+    pooled = keras.layers.Activation("linear", name="pooled_output",
+                                     dtype="float32")(outputs["pooled_output"])
+    return keras.Model(inputs=inputs, outputs={"embedding": vector, "pooled_output": pooled},
+                       name="bert_embedding_network")

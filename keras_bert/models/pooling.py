@@ -1,8 +1,7 @@
 """Sentence vectors from encoder outputs: pooled, `[CLS]` or masked mean, written once.
 
-`pooled_vector` builds the pooling into a functional task model (Keras layers, serializable);
-`pool` applies the same rule to concrete encoder outputs (exports, `TextEmbedder`). Both
-compute the masked mean with `masked_mean`.
+`pooled_vector` builds the pooling into a functional task model (Keras layers, serializable:
+classifiers, `BertEmbedder` and so every embedding path); its mean is `masked_mean`.
 """
 
 import keras
@@ -62,12 +61,3 @@ def pooled_vector(outputs: dict, input_mask, pooling: str, policy):
     return MaskedMeanPooling(name="mean_pooling", dtype=policy)(
         outputs["sequence_output"], input_mask)
 
-
-def pool(outputs: dict, input_mask, mode: str = "pooled"):
-    """`pooled_vector`'s rule on concrete `BertEncoder` outputs."""
-    _check(mode)
-    if mode == "pooled":
-        return outputs["pooled_output"]
-    if mode == "cls":
-        return outputs["sequence_output"][:, 0, :]
-    return masked_mean(outputs["sequence_output"], input_mask)

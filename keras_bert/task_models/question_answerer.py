@@ -37,17 +37,19 @@ class QuestionAnswerer(TextTaskModel):
     def from_pretrained(cls, source: str, *, max_query_length: int | None = None,
                         doc_stride: int | None = None, version_2: bool = False,
                         seq_length: int = 384, rules: str | None = None,
-                        precision: str = "auto"):
+                        precision: str = "auto", seed: int | None = None):
         """A question answerer on the encoder of `source` (sources: `pretrained_source`;
         a fine-tuned one's model directory loads whole). `max_query_length`: question
         tokens kept (default half of `seq_length`, at most 64); `doc_stride`: how far
-        context windows advance (default half of `seq_length`, at most 128)."""
+        context windows advance (default half of `seq_length`, at most 128); `seed`: the
+        new head's initial weights (as `keras-bert finetune --seed`)."""
         loaded, model_dir = cls.pretrained_source(source, rules, precision)
         if loaded is not None:
             return loaded
         config = SpanQAConfig(max_query_length, doc_stride, version_2)
         block = config.block(cls.kind, seq_length)  # checks room for the question
-        encoder, preprocessor = cls.encoder_and_preprocessor(model_dir, seq_length, precision)
+        encoder, preprocessor = cls.encoder_and_preprocessor(model_dir, seq_length, precision,
+                                                             seed)
         return cls(task_kind(cls.kind).build_model(encoder, block), preprocessor, None, config)
 
     def rows(self, x, y) -> list:

@@ -11,11 +11,12 @@ def pretrained_model_dir(source: str) -> str:
     """A keras_bert model directory for `source` (converted into a temporary directory
     when it is another checkpoint format, made when it is a preset name)."""
     from keras_bert.checkpoints.conversion import convert, detect_format
+    from keras_bert.checkpoints.formats import KerasBertFormat
     from keras_bert.config import PRESETS
 
     if not os.path.exists(source) and source in PRESETS:
         return _preset_dir(source)
-    if detect_format(source) == "keras_bert":
+    if isinstance(detect_format(source), KerasBertFormat):
         return source
     return convert(source, os.path.join(tempfile.mkdtemp(prefix="keras_bert-"), "model")).path
 

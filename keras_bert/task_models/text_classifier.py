@@ -57,17 +57,19 @@ class SentenceModel(TextTaskModel):
     def from_pretrained(cls, source: str, labels=None, *, pair: bool = False,
                         pooling: str = "pooled", dropout: float | None = None,
                         seq_length: int = 128, rules: str | None = None,
-                        precision: str = "auto"):
+                        precision: str = "auto", seed: int | None = None):
         """A model on the encoder of `source` with a new head (sources:
         `pretrained_source`; a model directory of this kind, a fine-tuned model, loads
         whole). `labels`: the classifier's label names or their count; `pair`: reads
         `(text, text_b)`; `pooling`: `pooled`, `cls` or `mean`; `seq_length`: the training
-        length; `precision`: a Keras dtype policy or `auto` (as `--precision auto`)."""
+        length; `precision`: a Keras dtype policy or `auto` (as `--precision auto`);
+        `seed`: the new head's initial weights (as `keras-bert finetune --seed`)."""
         loaded, model_dir = cls.pretrained_source(source, rules, precision)
         if loaded is not None:
             return loaded
         vocab = cls.label_vocab(labels)
-        encoder, preprocessor = cls.encoder_and_preprocessor(model_dir, seq_length, precision)
+        encoder, preprocessor = cls.encoder_and_preprocessor(model_dir, seq_length, precision,
+                                                             seed)
         config = cls.config_class(pair=pair, pooling=pooling, dropout=dropout)
         block = config.block(cls.kind, seq_length, None if vocab is None else len(vocab))
         network = task_kind(cls.kind).build_model(encoder, block, vocab)

@@ -1,9 +1,9 @@
 """`TextTaskModel`: a Keras model that owns its `BertPreprocessor` and takes raw strings.
 
 The base of the task models a Python user holds (`TextClassifier`, `MultiLabelClassifier`,
-`TextRegressor`, `TokenClassifier`, `QuestionAnswerer`). It wraps the task network of its
-kind (ids in, logits out: `keras_bert.models`) and the preprocessor that network was
-trained with, and delegates to the task kind (`keras_bert.tasks.registry`) that
+`TextRegressor`, `TokenClassifier`, `QuestionAnswerer`, `TextEmbedder`). It wraps the task
+network of its kind (ids in, logits or vectors out: `keras_bert.models`) and the
+preprocessor that network was trained with, and delegates to the task kind (`keras_bert.tasks.registry`) that
 `keras-bert finetune / predict / export` use:
 
 - `fit(x, y)`: the kind's rows, featurised into the seeded batch stream `keras-bert
@@ -90,10 +90,16 @@ class TextTaskModel(keras.Model):
         return None, model_dir
 
     @staticmethod
-    def encoder_and_preprocessor(model_dir, seq_length: int, precision: str = "auto"):
+    def encoder_and_preprocessor(model_dir, seq_length: int, precision: str = "auto",
+                                 seed: int | None = None):
         """The encoder of `model_dir` in `precision`'s dtype policy (`auto`: for the
-        hardware, as `--precision auto`) and its preprocessor at `seq_length`."""
+        hardware, as `--precision auto`) and its preprocessor at `seq_length`. `seed`
+        seeds Keras' global generator first, so that the head built next starts from the
+        weights `keras-bert finetune --seed` starts from (it seeds at the same point)."""
         from keras_bert.training.precision import resolve_precision
+
+        if seed is not None:
+            keras.utils.set_random_seed(int(seed))
 
         if seq_length > model_dir.config.max_position_embeddings:
             raise ValueError(f"seq_length {seq_length} exceeds the model's "

@@ -38,18 +38,21 @@ class TokenClassifier(TextTaskModel):
     @classmethod
     def from_pretrained(cls, source: str, labels=None, *, doc_stride: int | None = None,
                         dropout: float | None = None, seq_length: int = 128,
-                        rules: str | None = None, precision: str = "auto"):
+                        rules: str | None = None, precision: str = "auto",
+                        seed: int | None = None):
         """A tagger on the encoder of `source` with a new head (sources:
         `pretrained_source`; a fine-tuned tagger's model directory loads whole). `labels`:
         the tag names; `doc_stride`: how far windows over long sentences advance (default
-        half of `seq_length`, at most 128)."""
+        half of `seq_length`, at most 128); `seed`: the new head's initial weights (as
+        `keras-bert finetune --seed`)."""
         loaded, model_dir = cls.pretrained_source(source, rules, precision)
         if loaded is not None:
             return loaded
         if labels is None:
             raise ValueError("a TokenClassifier needs labels=: the tag names")
         vocab = label_names(labels)
-        encoder, preprocessor = cls.encoder_and_preprocessor(model_dir, seq_length, precision)
+        encoder, preprocessor = cls.encoder_and_preprocessor(model_dir, seq_length, precision,
+                                                             seed)
         config = TaggerConfig(doc_stride=doc_stride, dropout=dropout)
         network = task_kind(cls.kind).build_model(
             encoder, config.block(cls.kind, seq_length, len(vocab)), vocab)

@@ -1,33 +1,37 @@
 """`EmbedTask`: an encoder that maps text to one vector (sentence embeddings).
 
 Not fine-tuned by `keras-bert finetune` (a plain model directory, or one saved with an
-`embed` task block, is one); its texts are embedded by `keras-bert encode` and its export's
-`serving_default` (`embedding`, `pooled_output`).
+`embed` task block by `keras_bert.TextEmbedder`, is one); its texts are embedded by
+`keras-bert encode`, `TextEmbedder.predict` and its export's `serving_default`
+(`embedding`, `pooled_output`), all through `serving_module`: the `BertEmbedder` the task
+block describes (`EmbedderConfig`), its pooling and normalization.
 """
 
 from __future__ import annotations
 
-from keras_bert.models.embedder import BertEmbedder
+from keras_bert.models.embedder import BertEmbedder, embedding_network
+from keras_bert.tasks.embedder_config import EmbedderConfig
 from keras_bert.tasks.serving_module import ServingModule
 from keras_bert.tasks.serving_outputs import embedding_outputs
 from keras_bert.tasks.task import Task
 
 
 class EmbedTask(Task):
-    """Text -> vector with a pooling rule (`pooled`, `cls`, `mean`)."""
+    """Text -> vector with a pooling rule (`pooled`, `cls`, `mean`, `concat_last4`)."""
 
     name = "embed"
     finetunable = False
     predictable = False
 
     def build_model(self, encoder, spec: dict, labels=None):
-        """A `BertEmbedder` (mean pooling unless `spec` says otherwise)."""
-        return BertEmbedder(encoder, pooling=spec.get("pooling", "mean"),
-                            normalize=bool(spec.get("normalize", False)))
+        """The `BertEmbedder` of the task block (`EmbedderConfig.from_block`)."""
+        config = EmbedderConfig.from_block(spec)
+        return BertEmbedder(encoder, pooling=config.pooling, normalize=config.normalize)
 
     def serving_module(self, model, preprocessor, labels, spec: dict, pooling=None,
                        **options):
-        """`embedding` (pooled by `pooling`, else the saved pooling, else the pooler's output)
-        and `pooled_output`, computed from the encoder's outputs."""
-        return ServingModule(model.encoder, preprocessor,
-                             embedding_outputs(pooling or spec.get("pooling", "pooled")))
+        """`embedding` (the model's vector; `pooling` replaces its pooling, keeping its
+        normalization) and `pooled_output`, from one pass of the encoder."""
+        if pooling is not None and pooling != model.pooling:
+            model = BertEmbedder(model.encoder, pooling=pooling, normalize=model.normalize)
+        return ServingModule(embedding_network(model), preprocessor, embedding_outputs())

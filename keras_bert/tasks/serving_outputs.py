@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.models.pooling import pool
 
-
-def embedding_outputs(pooling: str = "pooled"):
-    """Encoder export: `embedding` (see `keras_bert.models.pooling.pool`), `pooled_output`."""
+def embedding_outputs():
+    """Embedding export: `embedding` and `pooled_output`, as the network gives them
+    (`keras_bert.models.embedder.embedding_network`)."""
     def outputs(model_outputs, inputs):
-        return {"embedding": tf.cast(pool(model_outputs, inputs["input_mask"], pooling),
-                                     tf.float32),
-                "pooled_output": tf.cast(model_outputs["pooled_output"], tf.float32)}
+        return {"embedding": model_outputs["embedding"],
+                "pooled_output": model_outputs["pooled_output"]}
     return outputs
 
 

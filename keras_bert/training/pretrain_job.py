@@ -21,7 +21,8 @@ import keras
 import numpy as np
 
 from keras_bert.checkpoints.conversion import checkpoint_rules, checkpoint_vocab
-from keras_bert.checkpoints.heads import load_pretrainer, save_pretraining_heads
+from keras_bert.checkpoints.formats import load_pretrainer
+from keras_bert.checkpoints.heads import save_pretraining_heads
 from keras_bert.checkpoints.model_dir import load_model_dir, save_model_dir
 from keras_bert.config import BertConfig
 from keras_bert.data.corpus import guess_format, read_documents

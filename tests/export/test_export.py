@@ -12,7 +12,6 @@ from keras_bert.export.exporter import export_model
 from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.export.versions import atomic_version_dir, existing_versions
 from keras_bert.export.warmup import read_warmup
-from keras_bert.text_embedder import TextEmbedder
 from tests.export.helpers import run_fresh_many
 from tests.reference import minilm_dir
 
@@ -59,10 +58,11 @@ def test_warmup_requests(exported):
 
 def test_fresh_process_reproduces_the_keras_model(exported, model_dir, tmp_path):
     # Encoder exports truncate at 512 tokens by default; the long text needs more than 128.
-    embedder = TextEmbedder(model_dir.load_encoder(), model_dir.preprocessor(), seq_length=512,
-                            pooling="mean")
-    expected = embedder(TEXTS)
-    inputs = embedder.preprocessor(tf.constant(TEXTS))
+    # The reference: the Keras encoder on the model's preprocessor, mean-pooled in NumPy.
+    inputs = model_dir.preprocessor().with_length(None, 512)(tf.constant(TEXTS))
+    sequence = model_dir.load_encoder()(inputs)["sequence_output"].numpy()
+    mask = inputs["input_mask"].numpy()[..., None].astype(np.float64)
+    expected = (sequence * mask).sum(axis=1) / mask.sum(axis=1)
     got, by_ids = run_fresh_many(exported.path, [
         ("serving_default", {"text": np.array(TEXTS, dtype=object)}),
         ("serve_ids", {k: v.numpy() for k, v in inputs.items()})], tmp_path)

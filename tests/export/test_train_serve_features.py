@@ -12,7 +12,7 @@ compares, on the same strings:
   the training label of every word sits where the export reads the word's prediction;
 - `keras-bert predict` output with the export's `serving_default` outputs.
 
-The embed kind is not fine-tuned: its path is `TextEmbedder` (`keras-bert encode`).
+The embed kind is not fine-tuned: its path is `TextEmbedder.predict` (`keras-bert encode`).
 """
 
 from __future__ import annotations
@@ -247,17 +247,21 @@ def test_predict_tags_and_answers_what_the_export_answers(finetuned_windows, cap
 
 
 def test_embedder_preprocessing_is_the_exports(tmp_path):
+    from keras_bert import TextEmbedder
     from keras_bert.checkpoints import load_model_dir
-    from keras_bert.text_embedder import TextEmbedder
 
     model_dir = load_model_dir(make_tiny_model_dir(tmp_path / "base"))
     texts = _texts()
-    embedder = TextEmbedder(model_dir.load_encoder(), model_dir.preprocessor(), seq_length=24)
-    local = {k: v.numpy() for k, v in embedder.preprocessor(np.asarray(texts, object)).items()}
+    # A plain encoder directory's export embeds with BERT's pooled output.
+    embedder = TextEmbedder.from_pretrained(model_dir.path, pooling="pooled", seq_length=24,
+                                            precision="float32")
+    local = {k: v.numpy() for k, v in
+             embedder.preprocessor.with_length(None, 24)(np.asarray(texts, object)).items()}
     export = export_model(model_dir.path, str(tmp_path / "export"), max_length=24).path
     with SessionBundle(export) as bundle:
         served = bundle.run("preprocess", {"text": np.asarray(texts, object)})
         vectors = bundle.run("serving_default", {"text": np.asarray(texts, object)})
     for name in INPUTS:
         np.testing.assert_array_equal(served[name], local[name], name)
-    np.testing.assert_allclose(vectors["embedding"], embedder(texts), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(vectors["embedding"], embedder.predict(texts)["embedding"],
+                               rtol=1e-5, atol=1e-5)

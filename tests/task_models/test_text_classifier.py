@@ -225,3 +225,18 @@ def test_interrupted_fit_resumes_to_the_uninterrupted_weights(model_dir, tmp_pat
         fresh().fit(texts, labels, **{**resumable, "seed": 4})
     with pytest.raises(ValueError, match="needs seed="):
         fresh().fit(texts, labels, checkpoint_dir=str(tmp_path / "other"), epochs=1)
+
+
+def test_seed_fixes_the_new_heads_initial_weights(model_dir):
+    """`from_pretrained(seed=)` seeds where `keras-bert finetune --seed` seeds: the same
+    seed, the same head; another seed, another head (the encoder's weights are loaded)."""
+    def head(seed):
+        clf = TextClassifier.from_pretrained(model_dir, labels=LABELS, seq_length=SEQ,
+                                             precision="float32", seed=seed)
+        return [w.numpy() for layer in clf.network.head_layers for w in layer.weights]
+
+    first, again, other = head(3), head(3), head(4)
+    assert first and len(first) == len(again) == len(other)
+    for a, b in zip(first, again, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert any(not np.array_equal(a, b) for a, b in zip(first, other, strict=True))

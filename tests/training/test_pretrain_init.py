@@ -92,7 +92,7 @@ def test_cli_continues_a_google_release(tmp_path):
 
 def test_a_directory_of_no_known_layout_is_named(tmp_path):
     (tmp_path / "nothing").mkdir()
-    with pytest.raises(ValueError, match="neither a Google BERT checkpoint"):
+    with pytest.raises(ValueError, match="holds none of: a keras_bert model directory"):
         _tokenizer(PretrainJob(out=str(tmp_path / "run"), init=str(tmp_path / "nothing")))
 
 

@@ -1,0 +1,135 @@
+"""`TextEmbedder`: vectors from raw strings by the model's own pooling and normalization,
+the same in `predict`, the export (read as TF Serving reads it) and `keras-bert encode`;
+save / load / `.keras` round trips; paraphrase retrieval; what it refuses.
+
+The reference vectors are computed here from the encoder's outputs in NumPy (masked mean,
+[CLS], the pooler; L2 norm), not by the code under test.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert import TextEmbedder
+from keras_bert.checkpoints import load_model_dir
+from keras_bert.checkpoints.task_dir import load_task_model
+from keras_bert.cli import main
+from keras_bert.export.exporter import export_model
+from keras_bert.export.session_bundle import SessionBundle
+from tests.training.test_finetune import FILLER
+
+TEXTS = ["the whale swam", "a ship sailed far", "", "whale " * 40, "the sea the sea"]
+
+
+def _reference(model_dir: str, texts, pooling: str, normalize: bool,
+               seq_length: int = 16) -> np.ndarray:
+    """The vectors by the definition: the encoder on the packed texts, pooled in NumPy."""
+    source = load_model_dir(model_dir)
+    inputs = source.preprocessor().with_length(None, seq_length)(tf.constant(texts))
+    outputs = source.load_encoder()(inputs)
+    if pooling == "pooled":
+        vectors = outputs["pooled_output"].numpy()
+    elif pooling == "cls":
+        vectors = outputs["sequence_output"].numpy()[:, 0]
+    else:
+        mask = inputs["input_mask"].numpy()[..., None].astype(np.float64)
+        vectors = (outputs["sequence_output"].numpy() * mask).sum(1) / mask.sum(1)
+    if normalize:
+        vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors
+
+
+@pytest.fixture(scope="module")
+def embedder(model_dir):
+    return TextEmbedder.from_pretrained(model_dir, pooling="mean", normalize=True,
+                                        seq_length=16, precision="float32")
+
+
+def test_predict_is_the_models_pooling_and_normalization(embedder, model_dir):
+    got = embedder.predict(TEXTS)
+    assert got["embedding"].shape == (len(TEXTS), 32)
+    np.testing.assert_allclose(got["embedding"], _reference(model_dir, TEXTS, "mean", True),
+                               rtol=0, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(got["embedding"], axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(got["pooled_output"],
+                               _reference(model_dir, TEXTS, "pooled", False), atol=1e-5)
+    plain = TextEmbedder.from_pretrained(model_dir, pooling="cls", seq_length=16,
+                                         precision="float32").predict(TEXTS)["embedding"]
+    np.testing.assert_allclose(plain, _reference(model_dir, TEXTS, "cls", False), atol=1e-5)
+    assert not np.allclose(np.linalg.norm(plain, axis=1), 1.0)  # the control: no normalizing
+
+
+def test_export_and_encode_answer_what_predict_answered(embedder, tmp_path, capsys,
+                                                        monkeypatch):
+    want = embedder.predict(TEXTS)
+    path = embedder.export(str(tmp_path / "served"))
+    with SessionBundle(path) as bundle:  # TF Serving's Session path
+        got = bundle.run("serving_default", {"text": np.array(TEXTS, dtype=object)})
+    for name in ("embedding", "pooled_output"):
+        np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-5, err_msg=name)
+    saved = embedder.save(str(tmp_path / "model"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("".join(t + "\n" for t in TEXTS)))
+    assert main(["encode", saved, "--seq-length", "16"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    np.testing.assert_allclose(np.array([json.loads(line) for line in lines]),
+                               want["embedding"], atol=1e-5)
+    # --pooling replaces the pooling and keeps the model's normalization
+    monkeypatch.setattr(sys, "stdin", io.StringIO("".join(t + "\n" for t in TEXTS)))
+    assert main(["encode", saved, "--seq-length", "16", "--pooling", "cls"]) == 0
+    cls = np.array([json.loads(line) for line in capsys.readouterr().out.splitlines()])
+    np.testing.assert_allclose(cls, _reference(saved, TEXTS, "cls", True), atol=1e-5)
+
+
+def test_a_plain_encoder_directory_embeds_with_the_pooled_output(model_dir, tmp_path):
+    """One default for a directory without an embed block, in every path: BERT's pooler."""
+    loaded = load_task_model(model_dir)
+    assert loaded.kind == "embed" and loaded.model.pooling == "pooled"
+    path = export_model(model_dir, str(tmp_path / "plain"), target=None).path
+    with SessionBundle(path) as bundle:
+        got = bundle.run("serving_default", {"text": np.array(TEXTS, dtype=object)})
+    want = _reference(model_dir, TEXTS, "pooled", False, seq_length=64)
+    np.testing.assert_allclose(got["embedding"], want, atol=1e-5)
+    np.testing.assert_allclose(got["pooled_output"], want, atol=1e-5)
+
+
+def test_model_directory_and_keras_file_round_trips(embedder, tmp_path):
+    want = embedder.predict(TEXTS)["embedding"]
+    path = embedder.save(str(tmp_path / "model"))
+    task = load_task_model(path).task
+    assert (task["kind"], task["pooling"], task["normalize"]) == ("embed", "mean", True)
+    embedder.save(str(tmp_path / "embedder.keras"))
+    for loaded in (TextEmbedder.load(path), TextEmbedder.from_pretrained(path),
+                   keras.saving.load_model(str(tmp_path / "embedder.keras"))):
+        assert isinstance(loaded, TextEmbedder)
+        assert (loaded.config.pooling, loaded.config.normalize) == ("mean", True)
+        np.testing.assert_allclose(loaded.predict(TEXTS)["embedding"], want, atol=1e-6)
+
+
+def test_retrieval_scores_paraphrases(embedder):
+    texts = [" ".join(FILLER[i:i + 4]) for i in range(0, 24, 4)]
+    same = embedder.evaluate([(t, t) for t in texts])  # each text is its own paraphrase
+    assert same["retrieval_accuracy"] == 1.0 and same["pairs"] == len(texts)
+    assert same["pair_cosine"] == pytest.approx(1.0, abs=1e-5)
+    assert same["other_cosine"] < same["pair_cosine"]
+    shuffled = embedder.evaluate([(t, texts[(i + 1) % len(texts)])
+                                  for i, t in enumerate(texts)])
+    assert shuffled["retrieval_accuracy"] < 1.0  # the control: wrong pairs
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda e: e.fit(["a"]), NotImplementedError, "no embedding training objective"),
+    (lambda e: e.evaluate([("a", "b"), ("c", "d")], [1, 0]), ValueError, "no y"),
+    (lambda e: e.evaluate([("a", "b")]), ValueError, "at least 2 pairs"),
+    (lambda e: TextEmbedder.from_pretrained("tiny", pooling="max"), ValueError,
+     "unknown pooling 'max'"),
+])
+def test_bad_use_gets_one_clear_error(embedder, call, error, match):
+    with pytest.raises(error, match=match):
+        call(embedder)
