@@ -29,9 +29,9 @@ import pytest
 from tests.export.runtimes import RUNTIMES, runtime_python
 
 # The build fetches ~90 MB of wheels; ~1.5 min on 2 cores. The image is TF 2.20.0's runtime
-# environment: these run in the landings that build it (`rotating(every=2, slot=1)`, with the
+# environment: these run in the landings that build it (`rotating(every=3, slot=2)`, with the
 # runtime matrix's 2.20.0 share, tests/export/test_runtime_matrix.py).
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), pytest.mark.rotating(every=2, slot=1)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), pytest.mark.rotating(every=3, slot=2)]
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "scripts", "kaggle_wheelhouse.py")

@@ -71,3 +71,22 @@ def test_real_minilm_shares_rotate_one_per_run(pytester, monkeypatch):
     assert sorted(sum(map(sorted, shares), [])) == sorted(rotating)  # each exactly once
     for r in turns:
         assert _kept(items, r) - rotating == everything - rotating
+
+
+def test_older_environments_rotate_one_per_run(pytester, monkeypatch):
+    """TF Serving's older runtimes and the oldest supported versions (`rotating(every=3)`):
+    each run keeps the tests of exactly one of the three environments (TF 2.12.1: its
+    matrix share and `test_runtime_check`'s; the oldest-supported run; TF 2.20.0: its
+    matrix share and the Kaggle wheelhouse), three consecutive numbers keep each once."""
+    files = ["export/test_runtime_matrix.py", "export/test_runtime_check.py",
+             "test_oldest_supported.py", "test_kaggle_wheelhouse.py"]
+    items = sum((_items(pytester, monkeypatch, os.path.join(_ROOT, "tests", f))
+                 for f in files), [])
+    rotating = {item.nodeid for item in items if item.get_closest_marker("rotating")}
+    groups = {"2.12.1": {t for t in rotating if "2.12.1" in t or "2_13_to_2_19" in t},
+              "oldest": {t for t in rotating if "oldest" in t},
+              "2.20.0": {t for t in rotating if "2.20.0" in t or "wheelhouse" in t}}
+    assert all(groups.values()) and set().union(*groups.values()) == rotating
+    assert sum(map(len, groups.values())) == len(rotating)
+    for turn, name in zip(range(30, 33), ["2.12.1", "oldest", "2.20.0"], strict=True):
+        assert _kept(items, turn) & rotating == groups[name], turn

@@ -31,19 +31,18 @@ from tensorflow_serving.apis import (
     prediction_service_pb2_grpc,
 )
 
-from keras_bert.devserver.model_store import (
+from keras_bert.devserver.model_store import ModelStore, status_response
+from keras_bert.devserver.rest import RestServer
+from keras_bert.devserver.served_version import (
     DEFAULT_MAX_CONCURRENT_CALLS,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_ROWS,
     DEFAULT_MAX_STRING_BYTES,
     DEFAULT_SIGNATURE,
-    ModelStore,
     ServingError,
     invalid,
-    status_response,
     tensor_proto_to_array,
 )
-from keras_bert.devserver.rest import RestServer
 
 log = logging.getLogger("keras_bert.devserver")
 

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from keras_bert.client import GrpcClient, ServerError
-from keras_bert.devserver import rest
-from keras_bert.devserver.model_store import invalid
+from keras_bert.devserver import rest_json
+from keras_bert.devserver.served_version import invalid
 from tests.devserver.test_server import ServeProcess, reference_outputs
 
 LIMITS = ["--max-request-rows", "16", "--max-message-mb", "1", "--max-string-kb", "64"]
@@ -128,11 +128,11 @@ def test_grpc_limits_name_themselves(serve):
 def test_json_to_array_bounds_values_and_depth(monkeypatch):
     import tensorflow as tf
 
-    monkeypatch.setattr(rest, "MAX_ELEMENTS", 50)
+    monkeypatch.setattr(rest_json, "MAX_ELEMENTS", 50)
     with pytest.raises(type(invalid("x")), match="more than 50 values"):
-        rest.json_to_array([[0] * 10] * 10, tf.int32, "ids")
+        rest_json.json_to_array([[0] * 10] * 10, tf.int32, "ids")
     with pytest.raises(type(invalid("x")), match="more than 8 deep"):
-        rest.json_to_array([[[[[[[[[["a"]]]]]]]]]], tf.string, "text")
+        rest_json.json_to_array([[[[[[[[[["a"]]]]]]]]]], tf.string, "text")
 
 
 def _rss_peak_mb(pid: int) -> float:

@@ -83,7 +83,7 @@ def test_missing_ops_in_messages():
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(every=2, slot=0)  # with the runtime matrix's 2.12.1 share
+@pytest.mark.rotating(every=3, slot=0)  # with the runtime matrix's 2.12.1 share
 def test_an_export_passes_in_tf_serving_2_13_to_2_19_runtime(tmp_path, capsys):
     from keras_bert.export.exporter import export_model
     from tests.export.helpers import make_tiny_task_dir

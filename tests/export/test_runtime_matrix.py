@@ -154,16 +154,18 @@ def _run_runtime(python: str, exports, workdir) -> dict:
             "outputs": {key: read_outputs(path) for key, path in where.items()}}
 
 
-# This runtime every run; TF Serving's older runtimes one per landing, alternating
-# (`rotating(every=2)`, tests/conftest.py, with the other tests that need the same runtime:
-# tests/export/test_runtime_check.py for 2.12.1, tests/test_kaggle_wheelhouse.py for 2.20.0),
-# so that a CI run builds one of their environments, not both. Every run still audits every
-# export's ops against both runtimes' op lists (tests/export/test_op_audit.py).
-RUNTIME_SLOTS = {"tensorflow-2.12.1": 0, "tensorflow-2.20.0": 1}
+# This runtime every run; the older environments one per landing in a cycle of three
+# (`rotating(every=3)`, tests/conftest.py), each with the other tests that need it: TF
+# 2.12.1 (slot 0, with tests/export/test_runtime_check.py), the oldest supported versions
+# (slot 1, tests/test_oldest_supported.py), TF 2.20.0 (slot 2, with
+# tests/test_kaggle_wheelhouse.py), so that a CI run builds one of these environments.
+# Every run still audits every export's ops against both runtimes' op lists
+# (tests/export/test_op_audit.py).
+RUNTIME_SLOTS = {"tensorflow-2.12.1": 0, "tensorflow-2.20.0": 2}  # slot 1: the oldest
 
 
 @pytest.fixture(scope="module", params=["this", *[
-    pytest.param(name, marks=pytest.mark.rotating(every=2, slot=RUNTIME_SLOTS[name]))
+    pytest.param(name, marks=pytest.mark.rotating(every=3, slot=RUNTIME_SLOTS[name]))
     for name in RUNTIMES]])
 def runtime(request, exports, tmp_path_factory):
     """The outputs of every export job in one runtime (one process per runtime)."""
