@@ -13,8 +13,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 __version__ = "0.1.0"
 __all__ = ["PRESETS", "BertConfig", "BertEncoder", "FitSchedule", "MultiLabelClassifier",
-           "QuestionAnswerer", "TextClassifier", "TextEmbedder", "TextRegressor",
-           "TokenClassifier", "__version__"]
+           "QuestionAnswerer", "TextClassifier", "TextEmbedder", "TextPretrainer",
+           "TextRegressor", "TokenClassifier", "__version__"]
 
 _LAZY = {"PRESETS": "keras_bert.config", "BertConfig": "keras_bert.config",
          "BertEncoder": "keras_bert.models", "FitSchedule": "keras_bert.training.fit_schedule",
@@ -22,7 +22,8 @@ _LAZY = {"PRESETS": "keras_bert.config", "BertConfig": "keras_bert.config",
          "TokenClassifier": "keras_bert.task_models",
          "MultiLabelClassifier": "keras_bert.task_models",
          "QuestionAnswerer": "keras_bert.task_models",
-         "TextEmbedder": "keras_bert.task_models"}
+         "TextEmbedder": "keras_bert.task_models",
+         "TextPretrainer": "keras_bert.task_models"}
 
 
 def __getattr__(name: str):

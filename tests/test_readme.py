@@ -267,7 +267,7 @@ def readme_part(command: str) -> str | None:
 @pytest.mark.slow  # 12-15 processes that each start TensorFlow, per part
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("part", [
-    pytest.param(part, marks=pytest.mark.rotating(every=7, slot=slot))
+    pytest.param(part, marks=pytest.mark.rotating(every=9, slot=slot))
     for slot, part in enumerate(README_PARTS)])
 def test_readme_commands_run_as_printed(tmp_path, part):
     with open(README, encoding="utf-8") as f:
@@ -448,10 +448,10 @@ def python_blocks(markdown: str) -> list[str]:
 
 
 @pytest.mark.slow  # fits the real MiniLM: ~120 s in CI's durations log (session 19)
-# With the README's classify-and-serve commands (a real-MiniLM share, `rotating(every=7)`):
+# With the README's classify-and-serve commands (a real-MiniLM share, `rotating(every=9)`):
 # every run fits, predicts, saves and exports the same class on a tiny model
 # (tests/task_models/test_text_classifier.py).
-@pytest.mark.rotating(every=7, slot=1)
+@pytest.mark.rotating(every=9, slot=1)
 def test_readme_python_blocks_run_as_printed(tmp_path):
     """The Python API block runs as printed (real MiniLM weights) and prints the shapes and
     layer count its comments promise."""
