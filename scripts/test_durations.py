@@ -29,9 +29,14 @@ def read_cases(path: str) -> list[dict]:
         # classname is `tests.pkg.test_mod` or `tests.pkg.test_mod.TestClass`
         while file and not file[-1].startswith("test_"):
             file.pop()
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
         cases.append({"file": "/".join(file) + ".py" if file else module,
                       "name": f"{module}::{case.get('name')}",
-                      "seconds": float(case.get("time", 0) or 0), "outcome": outcome})
+                      "seconds": float(case.get("time", 0) or 0), "outcome": outcome,
+                      # tests/resource_log.py: CPU of the test's process and its children
+                      "cpu": float(properties.get("cpu_s", "nan")),
+                      "child_cpu": float(properties.get("child_cpu_s", "nan")),
+                      "threads": int(properties.get("threads", 0))})
     return cases
 
 
@@ -54,7 +59,31 @@ def summary(cases: list[dict], slowest: int = 40) -> str:
     lines += ["", f"Slowest {slowest} tests:", "", "| test | seconds |", "| --- | ---: |"]
     for c in sorted(cases, key=lambda c: -c["seconds"])[:slowest]:
         lines.append(f"| `{c['name']}` | {c['seconds']:.1f} |")
+    lines += _waiting(cases, slowest // 2)
     return "\n".join(lines) + "\n"
+
+
+def _waiting(cases: list[dict], count: int) -> list[str]:
+    """The tests whose wall time ran furthest ahead of the CPU their process and its
+    waited-for children used, and the most threads a file's tests left alive (none when
+    the XML has no `tests/resource_log.py` properties)."""
+    measured = [c for c in cases if c["cpu"] == c["cpu"]]  # not NaN
+    if not measured:
+        return []
+    lines = ["", f"Wall time ahead of CPU (the {count} largest gaps: waiting for a neighbour "
+             "on the other core, a child not waited for, or a sleep):", "",
+             "| test | seconds | CPU s | children's CPU s | threads after |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    for c in sorted(measured, key=lambda c: c["cpu"] + c["child_cpu"] - c["seconds"])[:count]:
+        lines.append(f"| `{c['name']}` | {c['seconds']:.1f} | {c['cpu']:.1f} | "
+                     f"{c['child_cpu']:.1f} | {c['threads']} |")
+    threads = collections.defaultdict(int)
+    for c in measured:
+        threads[c["file"]] = max(threads[c["file"]], c["threads"])
+    top = sorted(threads.items(), key=lambda kv: -kv[1])[:10]
+    lines += ["", "Most threads alive after a file's tests: " + ", ".join(
+        f"`{file}` {n}" for file, n in top)]
+    return lines
 
 
 def main(argv=None) -> int:

@@ -13,8 +13,9 @@ import pytest  # noqa: E402
 
 from keras_bert import BertConfig  # noqa: E402
 
-# `ci_rules`: no test skips under CI=true; `pytester`: the tests of that rule run a suite.
-pytest_plugins = ["tests.ci_rules", "pytester"]
+# `ci_rules`: no test skips under CI=true; `resource_log`: CPU and threads per test in the
+# durations log; `pytester`: the tests of those run a suite.
+pytest_plugins = ["tests.ci_rules", "tests.resource_log", "pytester"]
 
 # The tiny encoder the unit tests use: builds and runs in well under a second on a CPU.
 TINY_CONFIG_KWARGS = dict(vocab_size=101, hidden_size=32, num_layers=2, num_heads=4,
