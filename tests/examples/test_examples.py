@@ -39,11 +39,10 @@ def grab(pattern: str, text: str) -> tuple[str, ...]:
 # command line's job) and the 2-replica run: ~1,150 s together in CI's durations log
 # (session 19), more than the README's commands (tests/test_readme.py), which fine-tune
 # MiniLM for the same task kinds. The nine real-MiniLM shares rotate (`rotating(every=9)`,
-# tests/conftest.py): the README's four parts in slots 0-3, these in five shares of at most
-# ~250 s in slots 4-8 (SQuAD 242 s; multi-label 217 s; TextClassifier 143 s + 2 replicas
-# 67 s; NER 127 s + TextRegressor; Rotten Tomatoes with distillation: CI's durations logs,
-# sessions 19 and 21, which found multi-label + TextClassifier at 360 s in one share), so
-# each runs once in nine landings. Every run still
+# tests/conftest.py): the README's four parts in slots 0-3, these in five shares in slots
+# 4-8 (SQuAD 242 s; multi-label 217 s; TextClassifier 143 s + 2 replicas 67 s; NER 127 s +
+# TextRegressor; Rotten Tomatoes with distillation; CI's durations logs of sessions 19 and
+# 21, the last two shares' other runs not yet logged), so each runs once in nine landings. Every run still
 # checks that tiny models learn classify, regress, multilabel, tag and squad
 # (tests/training/test_finetune*.py, tests/task_models/), and that 2-replica training
 # equals one device's step for step (tests/training/test_distribution.py). A local
