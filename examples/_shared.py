@@ -94,3 +94,18 @@ def write_answers(path: str, inputs: dict, outputs: dict) -> None:
     with open(path, "w", encoding="utf-8") as f:
         json.dump({"inputs": inputs,
                    "outputs": {k: np.asarray(v).tolist() for k, v in outputs.items()}}, f)
+
+
+def save_reload_export(model, out: str, asked, answers: dict, key: str) -> tuple[str, str]:
+    """Saves `model` as OUT/model, checks that the model loaded back answers `asked` with
+    the same `answers[key]` (floats within 1e-5), and exports it as the next version under
+    OUT/serving, as `keras-bert export` would: returns `(model directory, export path)`."""
+    import numpy as np
+
+    model_dir = model.save(os.path.join(out, "model"))
+    again, want = type(model).load(model_dir).predict(asked)[key], answers[key]
+    if np.asarray(want).dtype.kind == "f":
+        np.testing.assert_allclose(again, want, atol=1e-5)
+    else:
+        assert np.asarray(again).tolist() == np.asarray(want).tolist(), key
+    return model_dir, model.export(os.path.join(out, "serving"))

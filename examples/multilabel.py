@@ -36,7 +36,13 @@ import os
 import re
 
 import numpy as np
-from _shared import add_minilm_argument, corpus_sentences, minilm_source, write_answers
+from _shared import (
+    add_minilm_argument,
+    corpus_sentences,
+    minilm_source,
+    save_reload_export,
+    write_answers,
+)
 
 import keras_bert
 
@@ -153,10 +159,7 @@ def main(argv=None) -> dict:
 
     asked = [t for t, _ in test_rows[:8]]
     answers = clf.predict(asked)
-    model_dir = clf.save(os.path.join(args.out, "model"))
-    reloaded = keras_bert.MultiLabelClassifier.load(model_dir)
-    assert reloaded.predict(asked)["labels"].tolist() == answers["labels"].tolist()
-    export = clf.export(os.path.join(args.out, "serving"))
+    model_dir, export = save_reload_export(clf, args.out, asked, answers, "labels")
     write_answers(os.path.join(args.out, "answers.json"), {"text": asked}, answers)
 
     served = score_served(export, test_rows, labels, train_rows)

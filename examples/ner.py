@@ -39,7 +39,13 @@ import os
 import re
 
 import numpy as np
-from _shared import add_minilm_argument, corpus_sentences, minilm_source, write_answers
+from _shared import (
+    add_minilm_argument,
+    corpus_sentences,
+    minilm_source,
+    save_reload_export,
+    write_answers,
+)
 
 import keras_bert
 
@@ -134,10 +140,7 @@ def main(argv=None) -> dict:
                                                           strict=True)))
     asked = [words for words, _ in held_out[:8]]
     answers = tagger.predict(asked)
-    model_dir = tagger.save(os.path.join(args.out, "model"))
-    reloaded = keras_bert.TokenClassifier.load(model_dir)
-    assert reloaded.predict(asked)["labels"].tolist() == answers["labels"].tolist()
-    export = tagger.export(os.path.join(args.out, "serving"))
+    model_dir, export = save_reload_export(tagger, args.out, asked, answers, "labels")
     write_answers(os.path.join(args.out, "answers.json"),
                   {"text": [" ".join(words) for words in asked]}, answers)
     summary = {"eval": scores, "train_sentences": len(train), "eval_sentences": len(held_out),

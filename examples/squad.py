@@ -39,7 +39,13 @@ import os
 import re
 
 import numpy as np
-from _shared import add_minilm_argument, corpus_sentences, minilm_source, write_answers
+from _shared import (
+    add_minilm_argument,
+    corpus_sentences,
+    minilm_source,
+    save_reload_export,
+    write_answers,
+)
 
 import keras_bert
 
@@ -160,10 +166,7 @@ def main(argv=None) -> dict:
           f"(bytes {demo['start'][0]}..{demo['end'][0]})")
     asked = test_pairs[:8]
     predicted = qa.predict(asked)
-    model_dir = qa.save(os.path.join(args.out, "model"))
-    reloaded = keras_bert.QuestionAnswerer.load(model_dir)
-    assert reloaded.predict(asked)["answer"].tolist() == predicted["answer"].tolist()
-    export = qa.export(os.path.join(args.out, "serving"))
+    model_dir, export = save_reload_export(qa, args.out, asked, predicted, "answer")
     write_answers(os.path.join(args.out, "answers.json"),
                   {"question": [q for q, _ in asked], "context": [c for _, c in asked]},
                   predicted)

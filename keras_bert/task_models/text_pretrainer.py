@@ -215,7 +215,7 @@ class TextPretrainer(keras.Model):
         if seed is None:
             seed = int(np.random.randint(0, 2**31 - 1))
         options = self.masking.options(self.preprocessor.seq_length, seed)
-        documents = tokenize_documents(read_documents(x), self.tokenizer)
+        documents = tokenize_documents(as_documents(x), self.tokenizer)
         update_batch = batch_size * accumulation
         if steps_per_epoch is None:
             steps_per_epoch = _pairs_in_one_pass(documents, options) // update_batch
@@ -261,13 +261,13 @@ class TextPretrainer(keras.Model):
 
     def _held_out(self, documents, batch_size: int, steps: int, seed: int):
         """`pretrain`'s evaluation set: the same pairs and masks on every pass."""
-        from keras_bert.training.pretrain_job import _with_known_length
+        from keras_bert.training.pretrain_job import with_known_length
 
         options = self.masking.options(self.preprocessor.seq_length, seed)
-        tokens = tokenize_documents(read_documents(documents), self.tokenizer)
+        tokens = tokenize_documents(as_documents(documents), self.tokenizer)
         dataset = pretraining_dataset(tokens, self.tokenizer, batch_size, options,
                                       dynamic=False)
-        return _with_known_length(dataset.take(int(steps)))
+        return with_known_length(dataset.take(int(steps)))
 
     # ----- using --------------------------------------------------------------------------
 
@@ -346,7 +346,7 @@ class TextPretrainer(keras.Model):
                                                                      directory)).path
 
 
-def read_documents(x) -> list[list[str]]:
+def as_documents(x) -> list[list[str]]:
     """Documents of sentences from `x`: a corpus file path or a list of them (the formats
     `keras-bert pretrain --corpus` reads), or documents (each a list of sentences, or one
     string with a sentence per line). Blank sentences are dropped; at least two documents
@@ -388,4 +388,4 @@ def _pairs_in_one_pass(token_documents, options: PretrainingOptions) -> int:
                                    seed=options.seed))
 
 
-__all__ = ["MaskingConfig", "TextPretrainer", "read_documents"]
+__all__ = ["MaskingConfig", "TextPretrainer", "as_documents"]

@@ -148,7 +148,7 @@ def _datasets(job: PretrainJob, tokenizer, global_batch: int):
                               drop_remainder=True)
         evaluation = read_examples(job.tfrecords, job.seq_length, job.max_predictions,
                                    global_batch).take(job.eval_steps)
-        return train, _with_known_length(evaluation)
+        return train, with_known_length(evaluation)
     from keras_bert.data.corpus import default_corpus_files
 
     sources = []  # the documents of each corpus file
@@ -162,11 +162,11 @@ def _datasets(job: PretrainJob, tokenizer, global_batch: int):
     if len(held_out) >= 2:
         evaluation = pretraining_dataset(tokenize_documents(held_out, tokenizer), tokenizer,
                                          global_batch, options, dynamic=False)
-        evaluation = _with_known_length(evaluation.take(job.eval_steps))
+        evaluation = with_known_length(evaluation.take(job.eval_steps))
     return train.repeat(), evaluation
 
 
-def _with_known_length(dataset):
+def with_known_length(dataset):
     """`dataset` (finite, the same batches every pass) with its number of batches declared.
 
     Keras warns "Your input ran out of data" at the end of every pass over a dataset of
@@ -366,4 +366,4 @@ def _say(job: PretrainJob, message: str) -> None:
 
 
 __all__ = ["PretrainJob", "mlm_frequency_baseline", "nsp_majority_baseline", "run_pretraining",
-           "split_documents"]
+           "split_documents", "with_known_length"]

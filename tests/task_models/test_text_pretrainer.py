@@ -18,7 +18,7 @@ from keras_bert.cli import main
 from keras_bert.data.corpus import default_corpus_files, guess_format
 from keras_bert.data.corpus import read_documents as read_file
 from keras_bert.models import BertPretrainer
-from keras_bert.task_models.text_pretrainer import MaskingConfig, read_documents
+from keras_bert.task_models.text_pretrainer import MaskingConfig, as_documents
 from keras_bert.training.pretrain_job import split_documents
 from tests.reference import require
 
@@ -47,7 +47,7 @@ def test_fit_ends_with_the_weights_and_numbers_of_keras_bert_pretrain(corpus, tm
     out = tmp_path / "cli"
     assert main(["pretrain", "--out", str(out), "--corpus", corpus, *SETTINGS]) == 0
     # What the command line trains and holds out: 15% of the documents (its default).
-    train, held_out = split_documents([read_documents(corpus)], 0.15)
+    train, held_out = split_documents([as_documents(corpus)], 0.15)
     model = _tiny()
     initial = [w.numpy().copy() for w in model.pretrainer.weights]
     history = model.fit(train, batch_size=8, epochs=2, steps_per_epoch=3,
@@ -73,7 +73,7 @@ def test_fit_without_steps_makes_one_pass_and_ends(corpus):
     """The stream is endless; an epoch defaults to the full batches of one pass over the
     documents' NSP pairs, so a newcomer's `fit(documents)` returns."""
     model = _tiny()
-    documents = read_documents(corpus)[:8]
+    documents = as_documents(corpus)[:8]
     history = model.fit(documents, batch_size=16, seed=5, verbose=0)
     steps = int(model.pretrainer.optimizer.iterations.numpy())
     assert len(history.history["loss"]) == 1 and steps >= 2
