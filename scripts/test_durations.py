@@ -36,7 +36,9 @@ def read_cases(path: str) -> list[dict]:
                       # tests/resource_log.py: CPU of the test's process and its children
                       "cpu": float(properties.get("cpu_s", "nan")),
                       "child_cpu": float(properties.get("child_cpu_s", "nan")),
-                      "threads": int(properties.get("threads", 0))})
+                      "threads": int(properties.get("threads", 0)),
+                      # tests/rotation.py: pick_exhaustive
+                      "ci_pick": properties.get("ci_pick")})
     return cases
 
 
@@ -54,6 +56,9 @@ def summary(cases: list[dict], slowest: int = 40) -> str:
              f"({', '.join(f'{n} {k}' for k, n in sorted(outcomes.items()))}); "
              f"over 30 s: {sum(c['seconds'] > 30 for c in cases)}", "",
              "| file | tests | seconds | share |", "| --- | ---: | ---: | ---: |"]
+    lines[1:1] = [f"Exhaustive pick ({c['ci_pick']}): `{c['name']}`, {c['seconds']:.1f} s, "
+                  f"{c['outcome']}" for c in cases if c["ci_pick"]] + [""] * any(
+                      c["ci_pick"] for c in cases)
     for file, (seconds, count) in sorted(per_file.items(), key=lambda kv: -kv[1][0]):
         lines.append(f"| `{file}` | {count} | {seconds:.1f} | {seconds / total:.1%} |")
     lines += ["", f"Slowest {slowest} tests:", "", "| test | seconds |", "| --- | ---: |"]

@@ -12,6 +12,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from keras_bert import BertConfig  # noqa: E402
+from tests.rotation import pick_exhaustive, rotation_share  # noqa: E402
 
 # `ci_rules`: no test skips under CI=true; `resource_log`: CPU and threads per test in the
 # durations log; `pytester`: the tests of those run a suite.
@@ -102,9 +103,12 @@ LONGEST_FILES = (
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the pick carries `ci_pick`
 def pytest_collection_modifyitems(config, items):
-    """Keeps this run's share of the `rotating` tests (`rotation_share`), then sorts the
-    longest files first (stable: every other file keeps its place)."""
+    """Keeps this run's share of the `rotating` tests (`rotation_share`), marks this run's
+    exhaustive test (`pick_exhaustive`), then sorts the longest files first (stable: every
+    other file keeps its place)."""
+    pick_exhaustive(items, os.environ.get("KERAS_BERT_ROTATION"))
     keep, dropped = rotation_share(items, os.environ.get("KERAS_BERT_ROTATION"))
     if dropped:
         config.hook.pytest_deselected(items=dropped)
@@ -114,26 +118,3 @@ def pytest_collection_modifyitems(config, items):
         os.path.relpath(str(item.path), _ROOT).replace(os.sep, "/"), len(rank)))
 
 
-# ----- rotation: smoke checks too slow for every CI run, each run taking the next share -----
-
-
-def rotation_share(items, rotation: str | None) -> tuple[list, list]:
-    """`(kept, deselected)`. With `rotation` (an integer: `.ci/run` passes the commit count
-    as `KERAS_BERT_ROTATION`), a test marked `rotating(every=N)` runs when its slot is
-    `rotation` modulo `N`, so that it runs once in `N` landings; without it (any local run),
-    every test runs. The slot is the mark's `slot`, else the case's position among the
-    cases of its parametrized test."""
-    if rotation is None:
-        return list(items), []
-    turn = int(rotation)
-    kept, dropped, seen = [], [], {}
-    for item in items:
-        mark = item.get_closest_marker("rotating")
-        if mark is None:
-            kept.append(item)
-            continue
-        group = item.nodeid.split("[", 1)[0]
-        position = seen[group] = seen.get(group, -1) + 1
-        slot, every = mark.kwargs.get("slot", position), mark.kwargs["every"]
-        (kept if slot % every == turn % every else dropped).append(item)
-    return kept, dropped

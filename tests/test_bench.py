@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from tests.reference import require
+from tests.rotation import share
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,11 +50,11 @@ def test_every_benchmark_is_listed():
 WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit.py")
 
 
-# 30-150 s each, 585 s together in CI's durations log (session 17): CI runs one of them per
-# landing, in rotation (`rotating`, tests/conftest.py), each once in 12 landings.
+# 30-165 s each in CI's durations logs: CI runs one of them per landing, each once in 12
+# landings (its share in tests/rotation.py).
 @pytest.mark.slow
-@pytest.mark.rotating(every=12)
-@pytest.mark.parametrize("script", sorted(BENCHMARKS))
+@pytest.mark.parametrize("script", [pytest.param(s, marks=share(f"bench:{s}"))
+                                    for s in sorted(BENCHMARKS)])
 def test_quick_mode_runs_and_compares(script):
     if script in ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
                   "serving_latency.py", "serving_profile.py"):

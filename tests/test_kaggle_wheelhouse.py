@@ -27,11 +27,12 @@ import sys
 import pytest
 
 from tests.export.runtimes import RUNTIMES, runtime_python
+from tests.rotation import share
 
 # The build fetches ~90 MB of wheels; ~1.5 min on 2 cores. The image is TF 2.20.0's runtime
-# environment: these run in the landings that build it (`rotating(every=3, slot=2)`, with the
-# runtime matrix's 2.20.0 share, tests/export/test_runtime_matrix.py).
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), pytest.mark.rotating(every=3, slot=2)]
+# environment: these run in the landings that build it (the share `env:tf-2.20.0`,
+# tests/rotation.py, with the runtime matrix's 2.20.0 runs).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), share("env:tf-2.20.0")]
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "scripts", "kaggle_wheelhouse.py")

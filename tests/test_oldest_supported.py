@@ -26,6 +26,7 @@ import subprocess
 import pytest
 
 from tests.export.runtimes import PIP_INSTALL, cache_dir, environment_python
+from tests.rotation import share
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OLDEST = os.path.join(REPO, "constraints-oldest.txt")
@@ -71,9 +72,8 @@ def _oldest_python() -> str:
 @pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 @pytest.mark.timeout(2400)  # builds a virtual environment, then runs an inner suite
 # ~220 s in CI's durations log (session 20): once in three landings, in the cycle of the
-# older runtimes (`rotating(every=3, slot=1)`, tests/export/test_runtime_matrix.py), so that
-# a CI run builds one extra environment.
-@pytest.mark.rotating(every=3, slot=1)
+# older environments (tests/rotation.py), so that a CI run builds one extra environment.
+@share("env:oldest")
 def test_oldest_supported_versions_run_the_smoke_subset(tmp_path):
     python = _oldest_python()
     pins = _pins(OLDEST)

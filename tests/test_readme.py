@@ -30,6 +30,7 @@ import urllib.request
 import pytest
 
 from tests.readme_coverage import check_covered, covering_tests
+from tests.rotation import share
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(REPO, "README.md")
@@ -240,8 +241,8 @@ CHECKS = {"convert_pretrain": _check_convert_pretrain,
 
 
 # The README's commands in four parts, each with what it needs of the others (the MiniLM
-# conversion), so that CI can run one part per landing (`rotating`, tests/conftest.py: the
-# seven real-MiniLM shares, these four and the examples' three). `readme_part` names a
+# conversion), so that CI can run one part per landing (a share each in
+# tests/rotation.py, once in twelve landings). `readme_part` names a
 # command's part by the files it reads or writes.
 README_PARTS = ("convert_pretrain", "classify_serve", "tag_multilabel", "squad_serve")
 _SHARED = (r"^MINILM=", r'^\.venv/bin/keras-bert convert "\$MINILM" models/minilm$')
@@ -267,8 +268,7 @@ def readme_part(command: str) -> str | None:
 @pytest.mark.slow  # 12-15 processes that each start TensorFlow, per part
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("part", [
-    pytest.param(part, marks=pytest.mark.rotating(every=9, slot=slot))
-    for slot, part in enumerate(README_PARTS)])
+    pytest.param(part, marks=share(f"readme:{part}")) for part in README_PARTS])
 def test_readme_commands_run_as_printed(tmp_path, part):
     with open(README, encoding="utf-8") as f:
         commands = [strip_comment(c) for c in bash_commands(f.read())]
@@ -448,10 +448,10 @@ def python_blocks(markdown: str) -> list[str]:
 
 
 @pytest.mark.slow  # fits the real MiniLM: ~120 s in CI's durations log (session 19)
-# With the README's classify-and-serve commands (a real-MiniLM share, `rotating(every=9)`):
+# With the README's classify-and-serve commands (the share `readme:python_block`):
 # every run fits, predicts, saves and exports the same class on a tiny model
 # (tests/task_models/test_text_classifier.py).
-@pytest.mark.rotating(every=9, slot=1)
+@share("readme:python_block")
 def test_readme_python_blocks_run_as_printed(tmp_path):
     """The Python API block runs as printed (real MiniLM weights) and prints the shapes and
     layer count its comments promise."""

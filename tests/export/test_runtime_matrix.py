@@ -36,6 +36,7 @@ from tests.export.helpers import (
 from tests.export.run_session_bundle import save_arrays
 from tests.export.runtimes import RUNTIMES, runtime_python
 from tests.reference import minilm_dir
+from tests.rotation import share
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]  # the first builds two venvs
 
@@ -155,17 +156,17 @@ def _run_runtime(python: str, exports, workdir) -> dict:
 
 
 # This runtime every run; the older environments one per landing in a cycle of three
-# (`rotating(every=3)`, tests/conftest.py), each with the other tests that need it: TF
-# 2.12.1 (slot 0, with tests/export/test_runtime_check.py), the oldest supported versions
-# (slot 1, tests/test_oldest_supported.py), TF 2.20.0 (slot 2, with
-# tests/test_kaggle_wheelhouse.py), so that a CI run builds one of these environments.
+# (tests/rotation.py), each with the other tests that need it: TF 2.12.1 (with
+# tests/export/test_runtime_check.py), the oldest supported versions
+# (tests/test_oldest_supported.py), TF 2.20.0 (with tests/test_kaggle_wheelhouse.py), so
+# that a CI run builds one of these environments.
 # Every run still audits every export's ops against both runtimes' op lists
 # (tests/export/test_op_audit.py).
-RUNTIME_SLOTS = {"tensorflow-2.12.1": 0, "tensorflow-2.20.0": 2}  # slot 1: the oldest
+RUNTIME_SHARES = {"tensorflow-2.12.1": "env:tf-2.12.1", "tensorflow-2.20.0": "env:tf-2.20.0"}
 
 
 @pytest.fixture(scope="module", params=["this", *[
-    pytest.param(name, marks=pytest.mark.rotating(every=3, slot=RUNTIME_SLOTS[name]))
+    pytest.param(name, marks=share(RUNTIME_SHARES[name]))
     for name in RUNTIMES]])
 def runtime(request, exports, tmp_path_factory):
     """The outputs of every export job in one runtime (one process per runtime)."""

@@ -65,7 +65,7 @@ def _global_norm(model, batch) -> float:
     return float(tf.linalg.global_norm([tf.convert_to_tensor(g) for g in grads]))
 
 
-# One optimizer per CI run, alternating (`rotating(every=2)`, tests/conftest.py); LAMB's
+# One optimizer per CI run, alternating (`rotating(every=2)`, tests/rotation.py); LAMB's
 # accumulation also runs through both pretraining phases every run
 # (tests/training/test_pretrain_phases.py).
 @pytest.mark.rotating(every=2)

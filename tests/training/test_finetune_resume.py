@@ -25,6 +25,7 @@ import pytest
 from keras_bert.cli import main
 from keras_bert.training.finetune_job import FinetuneJob, run_finetuning
 from keras_bert.training.resume import ResumeMismatch
+from tests.rotation import share
 from tests.training.test_finetune import (
     _sentences,
     _squad_file,
@@ -87,8 +88,9 @@ def _job(kind, model, train, out, extra, **overrides):
 
 
 # One sentence kind and one window kind per CI run, alternating (`rotating(every=2)` by
-# position, tests/conftest.py: classify + tag, then regress + squad); every run also kills
-# a classify run twice (`test_sigkill_twice_then_resume_is_bit_identical`).
+# position, tests/rotation.py: classify + tag, then regress + squad); a classify run
+# killed twice for real (`test_sigkill_twice_then_resume_is_bit_identical`) once in six
+# landings (tests/rotation.py).
 @pytest.mark.rotating(every=2)
 @pytest.mark.parametrize("kind", ["classify", "regress", "tag", "squad"])
 def test_killed_mid_epoch_resumes_bit_identical(kind, model_dir, tmp_path, rng):
@@ -186,6 +188,7 @@ def _encoder_arrays(model) -> dict[str, np.ndarray]:
     return arrays
 
 
+@share("kill:finetune-twice")
 def test_sigkill_twice_then_resume_is_bit_identical(model_dir, tmp_path, rng):
     rows = [(" ".join(w), y) for w, y in _sentences(rng, 40)]
     train = _write_csv(tmp_path / "train.csv", ["text", "label"], rows)

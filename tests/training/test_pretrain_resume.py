@@ -16,6 +16,7 @@ import h5py
 import numpy as np
 import pytest
 
+from tests.rotation import share
 from tests.training.test_finetune_resume import _sigkill_after_checkpoint
 
 pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log, session 17)
@@ -41,10 +42,13 @@ def _weights(out) -> list[np.ndarray]:
     return arrays
 
 
-# One source per CI run, alternating (`rotating(every=2)`, tests/conftest.py): 70-77 s each
-# in CI's durations log (session 19).
-@pytest.mark.rotating(every=2)
-@pytest.mark.parametrize("source", ["corpus", "tfrecords"])
+# Real SIGKILLs of real processes, 70-77 s each in CI's durations log (session 19): each
+# source once in six landings (tests/rotation.py). Every run kills a fit for real
+# (tests/training/test_resume.py) and resumes pretraining killed in process
+# (tests/training/test_pretrain_phases.py, tests/task_models/test_text_pretrainer.py).
+@pytest.mark.parametrize("source", [pytest.param("corpus", marks=share("kill:pretrain-corpus")),
+                                    pytest.param("tfrecords",
+                                                 marks=share("kill:pretrain-tfrecords"))])
 def test_sigkill_mid_epoch_then_resume_is_bit_identical(source, corpus, tmp_path):
     if source == "tfrecords":
         made = _command("create-pretraining-data", "--vocab",
