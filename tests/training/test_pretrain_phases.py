@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import NamedTuple
 
 import keras
 import numpy as np
@@ -105,8 +106,6 @@ def test_held_out_mlm_accuracy_improves_in_phase2(phases):
     assert second["mlm_accuracy"] > second["mlm_frequency_baseline"] + 0.006, (first, second)
 
 
-
-
 def _small(corpus) -> list[str]:
     return ["--corpus", corpus, "--batch-size", "4", "--steps", "2", "--steps-per-epoch", "2",
             "--precision", "float32", "--optimizer", "lamb"]
@@ -121,14 +120,33 @@ def small_phase1(corpus, tmp_path_factory) -> str:
     return p1
 
 
-def test_lamb_with_accumulation_through_both_phases(corpus, small_phase1, tmp_path, capsys):
-    small, p1, p2 = _small(corpus), small_phase1, str(tmp_path / "p2")
+def _phase2_job(out, phase1, callbacks=()) -> PretrainJob:
+    """LAMB phase 2 at sequence length 64: 4 updates (2 epochs of 2) of 3 micro-batches of 4."""
+    return PretrainJob(out=str(out), corpus=[phase1.corpus], phase2_from=phase1.out,
+                       optimizer="lamb", batch_size=4, steps=4, steps_per_epoch=2,
+                       accumulation_steps=3, seq_length=64, max_predictions=10,
+                       precision="float32", verbose=0, callbacks=list(callbacks))
+
+
+class _Phase1(NamedTuple):
+    out: str
+    corpus: str
+
+
+@pytest.fixture(scope="module")
+def small_phase2(corpus, small_phase1, tmp_path_factory) -> tuple[_Phase1, str, dict]:
+    """(phase 1, phase 2's out, its metrics): phase 2 run straight through."""
+    phase1 = _Phase1(small_phase1, corpus)
+    out = tmp_path_factory.mktemp("small") / "p2"
+    return phase1, str(out), run_pretraining(_phase2_job(out, phase1))
+
+
+def test_lamb_with_accumulation_through_both_phases(corpus, small_phase2, tmp_path, capsys):
+    (p1, _), _, metrics = small_phase2
+    small = _small(corpus)
     assert read_phase1(p1).step == 2  # 2 updates of 2 micro-batches each
     assert read_phase1(p1).arguments["optimizer"] == "lamb"
-    assert main(["pretrain", "--out", p2, *small, "--seq-length", "64", "--max-predictions",
-                 "10", "--accumulation-steps", "3", "--phase2-from", p1]) == 0
-    metrics = json.loads(open(os.path.join(p2, "metrics.json")).read())
-    assert metrics["steps"] == 2 and metrics["optimizer_steps"] == 4
+    assert metrics["steps"] == 4 and metrics["optimizer_steps"] == 6
     capsys.readouterr()
     # A job's arguments include the new options: another value is refused, naming it.
     assert main(["pretrain", "--out", p1, *small, "--seq-length", "32", "--max-predictions",
@@ -162,26 +180,20 @@ class _StopAfterFirstEpoch(keras.callbacks.Callback):
         raise _Preempted  # after the checkpoint callback saved the epoch
 
 
-def test_phase2_interrupted_resumes_where_it_stopped(corpus, small_phase1, tmp_path):
+def test_phase2_interrupted_resumes_where_it_stopped(small_phase2, tmp_path):
     """A phase-2 run counts its steps from phase 1's end: killed after its first epoch and
-    started again, it resumes at its step 2 of 4 (optimizer step 4) and ends where an
-    uninterrupted run ends."""
-    def job(out, callbacks=()):
-        return PretrainJob(out=str(tmp_path / out), corpus=[corpus], phase2_from=small_phase1,
-                           optimizer="lamb", batch_size=4, steps=4, steps_per_epoch=2,
-                           seq_length=64, max_predictions=10, precision="float32", verbose=0,
-                           callbacks=list(callbacks))
-
-    straight = run_pretraining(job("straight"))
+    started again, it resumes at its step 2 of 4 (optimizer step 4) and ends where the
+    uninterrupted run (`small_phase2`) ended."""
+    phase1, straight_out, straight = small_phase2
     with pytest.raises(_Preempted):
-        run_pretraining(job("stopped", [_StopAfterFirstEpoch()]))
+        run_pretraining(_phase2_job(tmp_path / "stopped", phase1, [_StopAfterFirstEpoch()]))
     assert _checkpoint(tmp_path / "stopped")[0]["step"] == 4  # phase 1's 2 + 2
-    resumed = run_pretraining(job("stopped"))
+    resumed = run_pretraining(_phase2_job(tmp_path / "stopped", phase1))
     assert straight["steps"] == resumed["steps"] == 4
     assert straight["optimizer_steps"] == resumed["optimizer_steps"] == 6
-    a, b = (BertPretrainer.from_bert_config(load_model_dir(str(tmp_path / d / "model")).config)
-            for d in ("straight", "stopped"))
-    a.load_weights(str(tmp_path / "straight" / "pretrainer.weights.h5"))
+    a, b = (BertPretrainer.from_bert_config(load_model_dir(os.path.join(d, "model")).config)
+            for d in (straight_out, str(tmp_path / "stopped")))
+    a.load_weights(os.path.join(straight_out, "pretrainer.weights.h5"))
     b.load_weights(str(tmp_path / "stopped" / "pretrainer.weights.h5"))
     for x, y in zip(a.weights, b.weights, strict=True):
         np.testing.assert_array_equal(x.numpy(), y.numpy(), err_msg=x.path)
