@@ -71,8 +71,8 @@ def _oldest_python() -> str:
 
 @pytest.mark.slow  # over 30 s in CI's durations log (session 17)
 @pytest.mark.timeout(2400)  # builds a virtual environment, then runs an inner suite
-# ~220 s in CI's durations log (session 20): once in three landings, in the cycle of the
-# older environments (tests/rotation.py), so that a CI run builds one extra environment.
+# ~220 s in CI's durations log (session 20): once in six landings, in the cycle of the
+# older environments (tests/rotation.py), so that a CI run builds at most one of them.
 @share("env:oldest")
 def test_oldest_supported_versions_run_the_smoke_subset(tmp_path):
     python = _oldest_python()

@@ -81,12 +81,14 @@ def test_every_landing_carries_its_shares_and_stays_under_budget(pytester, monke
     assert runs == {name: CYCLE // s.every for name, s in SHARES.items()}
 
 
-def test_one_older_environment_per_landing():
-    """Each landing builds exactly one of the three older environments (TF 2.12.1, the
-    oldest supported versions, TF 2.20.0), the other shares that need it with it."""
+def test_at_most_one_older_environment_per_landing():
+    """A landing builds at most one of the three older environments (TF 2.12.1, the oldest
+    supported versions, TF 2.20.0), with the other shares that need it; TF 2.12.1 (the TF
+    Text of TF Serving 2.13-2.19) in every third."""
     for turn in range(CYCLE):
         envs = [n for n in landing_load(turn)[1] if n.startswith("env:")]
-        assert len(envs) == 1, (turn, envs)
+        assert len(envs) <= 1, (turn, envs)
+        assert ("env:tf-2.12.1" in envs) == (turn % 3 == 0), turn
 
 
 def test_the_budget_check_fails_on_a_heavy_landing(monkeypatch):
