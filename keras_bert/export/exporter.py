@@ -23,6 +23,7 @@ import os
 import shutil
 
 import keras
+import tensorflow as tf
 
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
 from keras_bert.checkpoints.task_dir import load_task_model
@@ -31,7 +32,7 @@ from keras_bert.export.session_bundle import SessionBundle, read_signature_defs
 from keras_bert.export.versions import atomic_version_dir
 from keras_bert.export.warmup import predict_log, write_warmup
 from keras_bert.tasks.labels import LABELS_FILENAME
-from keras_bert.tasks.serving_module import Endpoint, ServingModule, length_buckets
+from keras_bert.tasks.serving_module import ServingModule, length_buckets
 
 # `export --precision` -> the Keras dtype policy the model is rebuilt under: matmuls in that
 # precision; variables, softmax, LayerNorm statistics and every output in float32.
@@ -43,12 +44,14 @@ WARMUP_TEXTS = ["Call me Ishmael.", "The State of the Union is strong.",
 
 @dataclasses.dataclass
 class ExportedModel:
-    """Where an export went and what it serves."""
+    """Where an export went and what it serves; `module`: the functions it holds, traced in
+    this process (`module.text_function()` answers in process what the export answers)."""
 
     path: str
     version: int
     task: str
     signatures: dict[str, dict[str, list[str]]]
+    module: ServingModule | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
 def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
@@ -104,7 +107,8 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
     module, kind, assets = build_serving_module(source, seq_length, pooling, max_length,
                                                 null_score_threshold, precision, xla)
     with atomic_version_dir(base_dir, version) as (tmp, number):
-        write_saved_model(tmp, module.endpoints(), resources=[module.preprocessor])
+        write_saved_model(tmp, {name: module.traced(name) for name in module.endpoints()},
+                          resources=[module.preprocessor])
         copy_assets(tmp, assets)
         if target:
             from keras_bert.export.op_audit import check
@@ -121,7 +125,7 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
             bundle.run("serving_default", inputs)
         signatures = describe_signatures(read_signature_defs(tmp))
     path = os.path.join(base_dir, str(number))
-    return ExportedModel(path, number, kind, signatures)
+    return ExportedModel(path, number, kind, signatures, module)
 
 
 def bucket_word_counts(longest: int) -> list[int]:
@@ -130,16 +134,18 @@ def bucket_word_counts(longest: int) -> list[int]:
     return [max(bucket - 2, 1) for bucket in length_buckets(longest)]
 
 
-def write_saved_model(path: str, endpoints: dict[str, Endpoint], resources=()) -> None:
-    """Writes `endpoints` (`{signature: (function, input signature)}`) as a SavedModel
-    with `keras.export.ExportArchive`; `resources` are trackables holding TF resources the
-    functions use (the preprocessor, with the tokenizer's vocabulary table). The variables are those the
-    functions read, each stored once."""
+def write_saved_model(path: str, functions: dict[str, tf.types.experimental.GenericFunction],
+                      resources=()) -> None:
+    """Writes `functions` (`{signature: tf.function with its input signature, traced}`, as
+    `ServingModule.traced` makes them) as a SavedModel with `keras.export.ExportArchive`,
+    which takes each as traced; `resources` are trackables holding TF resources the
+    functions use (the preprocessor, with the tokenizer's vocabulary table). The variables
+    are those the functions read, each stored once."""
     archive = keras.export.ExportArchive()
     for resource in resources:
         archive.track(resource)
-    for name, (fn, specs) in endpoints.items():
-        archive.add_endpoint(name, fn, input_signature=specs)
+    for name, fn in functions.items():
+        archive.add_endpoint(name, fn)
     archive.write_out(path, verbose=False)
 
 
