@@ -27,7 +27,8 @@ class QuestionAnswerer(TextTaskModel):
     `text_inputs.squad_examples`).
 
     `predict` gives `answer` (text), `start` / `end` (UTF-8 byte offsets in the context,
-    -1 for no answer) and `score`; `evaluate` gives `exact_match` and `f1` (percent).
+    -1 for no answer), `score` (finite) and `has_answer`; `evaluate` gives `exact_match` and
+    `f1` (percent).
     """
 
     kind = "squad"

@@ -9,7 +9,6 @@ the official exact match and F1. Export: `SpanQAServingModule`.
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
@@ -100,7 +99,7 @@ class SpanQATask(Task):
 
     def serving_module(self, model, preprocessor, labels, spec: dict,
                        null_score_threshold: float = 0.0, **options):
-        """`answer`, `start`, `end`, `score` from `question` and `context`."""
+        """`answer`, `start`, `end`, `score`, `has_answer` from `question` and `context`."""
         return SpanQAServingModule(
             model, preprocessor, max_query_length=int(spec.get("max_query_length", 64)),
             doc_stride=int(spec.get("doc_stride", 128)),
@@ -113,8 +112,8 @@ class SpanQATask(Task):
         return read_questions(source)
 
     def predict(self, module, inputs, batch_size: int = PREDICT_BATCH) -> list[dict]:
-        """`{"id", "answer", "start", "end", "score"}` per question (CHARACTER offsets in
-        the context; `None` and `""` for no answer)."""
+        """`{"id", "answer", "start", "end", "score", "has_answer"}` per question
+        (CHARACTER offsets in the context; `None` and `""` for no answer)."""
         out = run_in_batches(module.text_function(),
                              {"question": [ex.question for ex in inputs],
                               "context": [ex.context for ex in inputs]}, batch_size)
@@ -122,13 +121,12 @@ class SpanQATask(Task):
         for i, ex in enumerate(inputs):
             start, end = int(out["start"][i]), int(out["end"][i])
             raw = ex.context.encode("utf-8")
-            found = start >= 0
-            score = float(out["score"][i])
+            found = bool(out["has_answer"][i])
             results.append({
                 "id": ex.qas_id, "answer": text_of(out["answer"][i]),
                 "start": len(raw[:start].decode("utf-8")) if found else None,
                 "end": len(raw[:end].decode("utf-8")) if found else None,
-                "score": score if math.isfinite(score) else None})
+                "score": float(out["score"][i]), "has_answer": found})
         return results
 
 

@@ -6,7 +6,8 @@
 | --- | --- | --- |
 | `answer` | string | the answer, cut from the ORIGINAL context (casing, accents, spacing kept); `""` for no answer |
 | `start`, `end` | int64 | UTF-8 BYTE offsets of the answer in the context (`-1` for no answer) |
-| `score` | float32 | `start_logit + end_logit` of the answer; the null score when "no answer" wins (SQuAD v2.0); `-inf` when no span is valid (v1.1) |
+| `score` | float32 | `start_logit + end_logit` of the answer; the null score when "no answer" wins (SQuAD v2.0); `0` when no span is possible (v1.1, e.g. an empty context): always finite, so that any JSON parser reads it |
+| `has_answer` | bool | whether `answer` is a span of the context (false: "no answer" won, or no span was possible) |
 
 The windows are fine-tuning's (`keras_bert.text.question_windows`, the original
 `run_squad.py`'s rules) and `keras-bert predict` runs this very function: the question is cut
@@ -23,7 +24,8 @@ pair's windows, and the answer is `""` when it exceeds the best span's score by 
 
 `serve_ids` (clients that pack `[CLS] question [SEP] context [SEP]` themselves, one
 window per row) decodes each row on its own and returns `start_logits`, `end_logits`,
-`start_position`, `end_position` (token positions, -1 for no answer) and `score`.
+`start_position`, `end_position` (token positions, -1 for no answer), `score` and
+`has_answer`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ from keras_bert.tasks.serving_module import ServingModule
 from keras_bert.text.question_windows import question_windows
 
 NO_ANSWER = -1
+# The score of a question no span can answer (SQuAD v1.1 decoding, e.g. an empty context):
+# finite, as JSON has no infinity (TF Serving's REST API writes `-Infinity`, which strict
+# parsers reject); `has_answer` says it.
+NO_SPAN_SCORE = 0.0
 
 
 def best_spans(start_logits, end_logits, context_begin, context_end, n_best: int = 20,
@@ -50,8 +56,9 @@ def best_spans(start_logits, end_logits, context_begin, context_end, n_best: int
         window's max-context tokens).
 
     Returns:
-      `start_position`, `end_position` (int64 `[batch]`, -1 for no answer) and `score`
-      (float32 `[batch]`).
+      `start_position`, `end_position` (int64 `[batch]`, -1 for no answer), `score`
+      (float32 `[batch]`, finite: the null score when "no answer" wins, 0 when no span is
+      possible) and `has_answer` (bool `[batch]`).
     """
     k = tf.minimum(n_best, tf.shape(start_logits)[1])
     top_start = tf.math.top_k(start_logits, k)
@@ -74,11 +81,13 @@ def best_spans(start_logits, end_logits, context_begin, context_end, n_best: int
         null_score = start_logits[:, 0] + end_logits[:, 0]
         answered &= ~(null_score - best_score > null_score_threshold)
         best_score = tf.where(answered, best_score, null_score)
+    else:
+        best_score = tf.where(answered, best_score, NO_SPAN_SCORE)
     start = tf.gather(top_start.indices, best // k, batch_dims=1)
     end_position = tf.gather(top_end.indices, best % k, batch_dims=1)
     return {"start_position": tf.where(answered, tf.cast(start, tf.int64), NO_ANSWER),
             "end_position": tf.where(answered, tf.cast(end_position, tf.int64), NO_ANSWER),
-            "score": best_score}
+            "score": best_score, "has_answer": answered}
 
 
 class SpanQAServingModule(ServingModule):
@@ -151,16 +160,17 @@ class SpanQAServingModule(ServingModule):
                            start_mask=max_context, **decoding)
         with tf.device("/CPU:0"):
             pairs = tf.size(context, out_type=tf.int64)
-            score = tf.math.unsorted_segment_max(spans["score"], windows.example, pairs)
+            window_score = tf.where(spans["has_answer"], spans["score"], -float("inf"))
+            score = tf.math.unsorted_segment_max(window_score, windows.example, pairs)
             # The pair's best window: the first one holding its best valid span.
-            is_best = (spans["start_position"] >= 0) & tf.equal(
-                spans["score"], tf.gather(score, windows.example))
+            is_best = spans["has_answer"] & tf.equal(
+                window_score, tf.gather(score, windows.example))
             number = tf.range(tf.size(windows.example, out_type=tf.int64))
             none = tf.size(number, out_type=tf.int64)
             best = tf.math.unsorted_segment_min(tf.where(is_best, number, none),
                                                 windows.example, pairs)
             answered = best < none
-            score = tf.where(answered, score, -float("inf"))  # (the segment max gives -max)
+            score = tf.where(answered, score, NO_SPAN_SCORE)  # (the segment max gives -max)
             if self.decoding["allow_no_answer"]:
                 # The null score of a pair is its smallest over the windows.
                 null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0],
@@ -182,7 +192,7 @@ class SpanQAServingModule(ServingModule):
             text = tf.strings.substr(context, tf.maximum(start, 0),
                                      tf.maximum(end - start, 0), unit="BYTE")
         return {"answer": tf.where(answered, text, ""), "start": start, "end": end,
-                "score": score}
+                "score": score, "has_answer": answered}
 
     def warmup_inputs(self, texts):
         """A warmup request: `texts` as contexts, each with the same short question."""
@@ -191,7 +201,8 @@ class SpanQAServingModule(ServingModule):
                 "context": texts}
 
     def text_endpoint(self):
-        """`serving_default`: `question`, `context` -> `answer`, `start`, `end`, `score`."""
+        """`serving_default`: `question`, `context` -> `answer`, `start`, `end`, `score`,
+        `has_answer`."""
         return self.answer, _TEXT_SPECS
 
     def preprocess_endpoint(self):

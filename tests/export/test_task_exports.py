@@ -15,7 +15,7 @@ from keras_bert.devserver.server import ModelServer
 from keras_bert.export.exporter import export_model
 from keras_bert.export.op_audit import audit
 from keras_bert.tasks import squad
-from keras_bert.tasks.span_qa_serving import SpanQAServingModule, best_spans
+from keras_bert.tasks.span_qa_serving import NO_SPAN_SCORE, SpanQAServingModule, best_spans
 from keras_bert.tasks.tagging import default_doc_stride
 from tests.export.helpers import WORDS, make_tiny_task_dir, run_fresh
 from tests.tasks import reference_squad
@@ -153,7 +153,7 @@ def span_qa(tmp_path_factory):
 def test_span_qa_fresh_process_matches_python_decoder(span_qa, tmp_path):
     loaded, exported, threshold = span_qa
     assert exported.signatures["serving_default"] == {
-        "inputs": ["context", "question"], "outputs": ["answer", "end", "score", "start"]}
+        "inputs": ["context", "question"], "outputs": ["answer", "end", "has_answer", "score", "start"]}
     got = run_fresh(exported.path, "serving_default",
                     {"question": np.array(QUESTIONS, dtype=object),
                      "context": np.array(CONTEXTS, dtype=object)}, tmp_path)
@@ -161,6 +161,7 @@ def test_span_qa_fresh_process_matches_python_decoder(span_qa, tmp_path):
     answers = [a.decode("utf-8") for a in got["answer"]]
     assert answers == [r["text"] for r in expected]
     assert "" in answers[:3] + answers[4:] and any(answers)  # both outcomes occur
+    assert got["has_answer"].tolist() == [bool(r["text"]) for r in expected]
     for i, r in enumerate(expected):
         if r["text"]:  # byte offsets of the Python decoder's character offsets
             context = CONTEXTS[i]
@@ -183,8 +184,10 @@ def test_best_spans_is_the_python_decoder(span_qa, allow_no_answer):
     for i, (r, f) in enumerate(zip(expected, features, strict=True)):
         s, e = int(spans["start_position"][i]), int(spans["end_position"][i])
         text = CONTEXTS[i][f.token_start_char[s]:f.token_end_char[e]] if s >= 0 else ""
-        assert text == r["text"]
-        assert float(spans["score"][i]) == pytest.approx(r["score"], abs=1e-5)
+        assert text == r["text"] and bool(spans["has_answer"][i]) == bool(r["text"])
+        # No span possible (v1.1): the finite NO_SPAN_SCORE where the reference has -inf.
+        want = r["score"] if np.isfinite(r["score"]) else NO_SPAN_SCORE
+        assert float(spans["score"][i]) == pytest.approx(want, abs=1e-5)
 
 
 def test_span_qa_serve_ids_decodes_the_context_only(span_qa):
@@ -248,10 +251,11 @@ def _assert_same_answers(got, expected, contexts):
             assert got["end"][i] == len(contexts[i][:r["end_char"]].encode("utf-8"))
         else:
             assert got["start"][i] == got["end"][i] == -1
+        assert bool(got["has_answer"][i]) == bool(r["text"])
         if np.isfinite(r["score"]):
             np.testing.assert_allclose(got["score"][i], r["score"], atol=1e-5)
-        else:
-            assert got["score"][i] == -np.inf
+        else:  # no span possible (v1.1): a finite score, never -inf
+            assert got["score"][i] == NO_SPAN_SCORE
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +293,7 @@ def test_long_contexts_fresh_process_match_the_python_reference(long_qa, tmp_pat
 
 @pytest.mark.parametrize("allow_no_answer,seq_length", [(False, None), (True, 32)])
 def test_long_contexts_in_graph_match_the_python_reference(long_qa, allow_no_answer, seq_length):
-    # SQuAD v1.1 decoding (no null answer; -inf when no span is valid), and a static
+    # SQuAD v1.1 decoding (no null answer; NO_SPAN_SCORE when no span is valid), and a static
     # sequence length (TPU/XLA exports), traced as the export traces them.
     loaded, _, threshold = long_qa
     module = SpanQAServingModule(
@@ -343,3 +347,36 @@ def test_served_tagger_and_span_qa_answer_the_query_cli(tagger, span_qa, capsys)
             assert [r["answer"] for r in rows] == [
                 a.decode() for a in local_qa["answer"].numpy()]
             assert [r["start"] for r in rows] == local_qa["start"].numpy().tolist()
+
+
+def _strict_json(body: bytes):
+    """`json.loads` that rejects what RFC 8259 has no place for (`NaN`, `Infinity`, ...), as
+    JavaScript's `JSON.parse` and Go's `encoding/json` do."""
+    def reject(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(body, parse_constant=reject)
+
+
+def test_unanswerable_questions_answer_finite_json_over_rest(tmp_path):
+    """SQuAD v1.1 decoding asked about an empty context (no span possible) answers
+    `has_answer: false` with a finite score, which a strict JSON parser reads from the REST
+    API; a context with a span answers `has_answer: true`. (With `-inf`, the REST body held
+    `-Infinity`: the strict parser failed the whole response.)"""
+    import urllib.request
+
+    task_dir = make_tiny_task_dir(tmp_path, {**QA_TASK, "version_2": False})
+    exported = export_model(task_dir, str(tmp_path / "export"))
+    body = json.dumps({"instances": [{"question": "who?", "context": ""},
+                                     {"question": QUESTIONS[0], "context": CONTEXTS[0]}]})
+    with ModelServer(os.path.dirname(exported.path), "qa", grpc_port=0, rest_port=0) as server:
+        request = urllib.request.Request(f"{server.rest_url}/v1/models/qa:predict",
+                                         data=body.encode(), method="POST")
+        with urllib.request.urlopen(request, timeout=60) as response:
+            empty, answered = _strict_json(response.read())["predictions"]
+    assert empty == {"answer": "", "start": -1, "end": -1, "score": NO_SPAN_SCORE,
+                     "has_answer": False}
+    assert answered["has_answer"] is True and answered["answer"]
+    assert CONTEXTS[0].encode()[answered["start"]:answered["end"]].decode() == answered["answer"]
+    with pytest.raises(ValueError, match="Infinity"):
+        _strict_json(b'{"score": -Infinity}')

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import re
 
@@ -313,7 +314,8 @@ def test_finetune_squad_then_predict(model_dir, tmp_path, rng, capsys):
     predictions = _json_lines(stdout)
     assert [p["id"] for p in predictions] == [f"q{i}" for i in range(12)]
     for p, paragraph in zip(predictions, paragraphs, strict=True):
-        assert set(p) == {"id", "answer", "start", "end", "score"}
+        assert set(p) == {"id", "answer", "start", "end", "score", "has_answer"}
+        assert p["has_answer"] == bool(p["answer"]) and math.isfinite(p["score"])
         if p["answer"]:
             assert paragraph["context"][p["start"]:p["end"]] == p["answer"]
     # every gold answer is one city word; SQuAD's normalisation (lowercase, no punctuation,
