@@ -182,6 +182,11 @@ def _preset(layers: int, hidden: int, heads: int) -> BertConfig:
                       intermediate_size=4 * hidden)
 
 
+# The sequence length a model is trained and served at when none is given: BERT's fine-tuning
+# length and its phase-1 pretraining length (Devlin et al. 2018, appendix A). The one home of
+# that default: the preprocessor, the jobs, the task models and the command line read it here.
+DEFAULT_SEQ_LENGTH = 128
+
 # The sizes of Google's released BERT models (Turc et al. 2019 for the small ones).
 PRESETS: dict[str, BertConfig] = {
     "tiny": _preset(2, 128, 2),

@@ -217,7 +217,7 @@ def test_task_model_directory_round_trip(config, rng, tmp_path, kind):
     task = {"kind": kind, "seq_length": SEQ, "pooling": getattr(model, "pooling", None)}
     save_task_model(model, str(tmp_path / "model"), str(vocab), True, task, labels)
     loaded = load_task_model(str(tmp_path / "model"))
-    assert loaded.kind == kind and loaded.seq_length == SEQ and loaded.labels == labels
+    assert loaded.kind == kind and loaded.preprocessor.seq_length == SEQ and loaded.labels == labels
     assert type(loaded.model) is type(model)
     x = _inputs(rng, n=3)
     keras.tree.map_structure(

@@ -75,11 +75,6 @@ class TaskModel:
         return self.task_kind.serving_module(self.model, preprocessor, self.labels, self.task,
                                              **options)
 
-    @property
-    def seq_length(self) -> int:
-        """The sequence length the model was trained with."""
-        return int(self.task.get("seq_length") or 128)
-
 
 def save_task_model(model, path: str, vocab_file: str, lower_case: bool, task: dict,
                     labels: LabelVocab | None = None,

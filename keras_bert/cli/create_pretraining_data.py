@@ -6,6 +6,7 @@ import shlex
 import time
 
 from keras_bert.cli.options import add_rules_argument
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.data.nsp import DEFAULT_POOL_SIZE
 
 
@@ -20,7 +21,7 @@ def register(subparsers) -> None:
     add_corpus_arguments(p)
     p.add_argument("--output", required=True, help="output path (shards get -0000N-of-...)")
     p.add_argument("--num-shards", type=int, default=1)
-    p.add_argument("--seq-length", type=int, default=128)
+    p.add_argument("--seq-length", type=int, default=DEFAULT_SEQ_LENGTH)
     p.add_argument("--max-predictions", type=int, default=20)
     p.add_argument("--mask-rate", type=float, default=0.15)
     p.add_argument("--whole-word", action="store_true", help="whole-word masking")

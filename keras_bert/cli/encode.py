@@ -6,6 +6,7 @@ import json
 import sys
 
 from keras_bert.cli.options import add_rules_argument
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 
 
 def register(subparsers) -> None:
@@ -20,8 +21,9 @@ def register(subparsers) -> None:
                    help="pooled output, last layer at [CLS], masked mean, or the last four "
                         "layers at [CLS] (default: the model's own: an embedder saved by "
                         "keras_bert.TextEmbedder keeps its pooling; a plain encoder, pooled)")
-    p.add_argument("--seq-length", type=int, default=128,
-                   help="longest sequence; longer texts are truncated (default 128)")
+    p.add_argument("--seq-length", type=int, default=DEFAULT_SEQ_LENGTH,
+                   help="longest sequence; longer texts are truncated (default "
+                        f"{DEFAULT_SEQ_LENGTH})")
     p.add_argument("--batch-size", type=int, default=32)
     add_rules_argument(p)
     p.set_defaults(run=run)

@@ -59,7 +59,7 @@ def run(args) -> int:
 
         model_dir = load_model_dir(args.model_dir).with_rules(args.rules)
         paths = export_hub_pair(model_dir.load_encoder(), model_dir.preprocessor(), args.base_dir,
-                                default_seq_length=args.seq_length or 128)
+                                default_seq_length=args.seq_length)
         if not args.no_audit:
             from keras_bert.export.op_audit import check
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from keras_bert.cli.options import add_checkpoint_arguments, add_rules_argument
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 
 FINETUNE_TASK_NAMES = ("classify", "multilabel", "regress", "tag", "squad")
 PRECISION_NAMES = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
@@ -35,7 +36,7 @@ def register(subparsers) -> None:
     p.add_argument("--text-column", default="text")
     p.add_argument("--text-b-column", help="second text of sentence-pair tasks")
     p.add_argument("--label-column", default="label")
-    p.add_argument("--seq-length", type=int, default=128)
+    p.add_argument("--seq-length", type=int, default=DEFAULT_SEQ_LENGTH)
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--learning-rate", type=float, default=5e-5)

@@ -6,6 +6,7 @@ import json
 
 from keras_bert.cli.finetune import PRECISION_HELP, PRECISION_NAMES  # one list of choices
 from keras_bert.cli.options import add_rules_argument
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 
 
 def register(subparsers) -> None:
@@ -58,7 +59,7 @@ def register(subparsers) -> None:
                    help="adamw (BERT's; default) or lamb (You et al. 2019, for large batches: "
                         "layer-wise trust ratio; no decay or trust ratio on LayerNorm and "
                         "biases)")
-    p.add_argument("--seq-length", type=int, default=128)
+    p.add_argument("--seq-length", type=int, default=DEFAULT_SEQ_LENGTH)
     p.add_argument("--max-predictions", type=int, default=20)
     p.add_argument("--whole-word", action="store_true")
     p.add_argument("--learning-rate", type=float, default=3e-3,

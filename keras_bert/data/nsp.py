@@ -20,6 +20,8 @@ import dataclasses
 import random
 from collections.abc import Callable, Sequence
 
+from keras_bert.config import DEFAULT_SEQ_LENGTH
+
 Document = Sequence[Sequence[int]]
 # Documents random next segments are drawn from when a corpus is made one document at a time
 # (`keras_bert.data.document_examples`): the whole corpus up to this size.
@@ -129,7 +131,7 @@ def as_int_documents(documents: Sequence[Document]) -> list[list[list[int]]]:
     return out
 
 
-def create_nsp_examples(documents: Sequence[Document], seq_length: int = 128,
+def create_nsp_examples(documents: Sequence[Document], seq_length: int = DEFAULT_SEQ_LENGTH,
                         short_seq_prob: float = 0.1, dupe_factor: int = 1,
                         seed: int = 12345) -> list[NspExample]:
     """All NSP examples of a corpus: `dupe_factor` passes, shuffled, reproducible by `seed`.

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.data.nsp import as_int_documents, create_nsp_examples
 from keras_bert.text.masker import BertMasker, continuation_flags
 from keras_bert.text.packer import BertPacker
@@ -30,7 +31,7 @@ from keras_bert.text.packer import BertPacker
 class PretrainingOptions:
     """The knobs of `create_pretraining_data.py`, with its defaults."""
 
-    seq_length: int = 128
+    seq_length: int = DEFAULT_SEQ_LENGTH
     max_predictions: int = 20
     mask_rate: float = 0.15
     whole_word: bool = False

@@ -1,7 +1,7 @@
 """A TF Hub-style pair of SavedModels for the encoder alone: preprocess + encoder.
 
     preprocess/   serving_default: text [batch] -> input_word_ids, input_mask,
-                  input_type_ids [batch, 128]
+                  input_type_ids [batch, the model's training length, else 128]
                   .tokenize(text) -> RaggedTensor of ids [batch, (tokens)]
                   .bert_pack_inputs(segments, seq_length) -> the three id tensors
     encoder/      serving_default: the three id tensors -> pooled_output, sequence_output,
@@ -20,6 +20,7 @@ import os
 
 import tensorflow as tf
 
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.export.versions import atomic_dir
 from keras_bert.models.encoder import INPUT_NAMES
 from keras_bert.text.packer import BertPacker
@@ -53,10 +54,13 @@ def save_functions(path: str, functions: dict, signatures: dict, concrete_functi
     tf.saved_model.save(root, path, signatures=signatures)
 
 
-def preprocess_functions(preprocessor, default_seq_length: int = 128) -> dict:
+def preprocess_functions(preprocessor, default_seq_length: int | None = None) -> dict:
     """`tokenize`, `bert_pack_inputs` and `__call__` of the preprocess module, all from the
-    model's `BertPreprocessor` (its tokenizer, its packing rules)."""
-    fixed = preprocessor.with_length(default_seq_length)
+    model's `BertPreprocessor` (its tokenizer, its packing rules). `__call__` pads to
+    `default_seq_length`, else the preprocessor's fixed length, else `DEFAULT_SEQ_LENGTH`
+    (TF Hub's BERT preprocessors pad to 128 too)."""
+    fixed = preprocessor.with_length(
+        default_seq_length or preprocessor.seq_length or DEFAULT_SEQ_LENGTH)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(text):
@@ -117,8 +121,9 @@ def encoder_functions(encoder, pretrainer=None) -> dict:
 
 
 def export_hub_pair(encoder, preprocessor, out_dir: str, pretrainer=None,
-                    default_seq_length: int = 128) -> dict[str, str]:
-    """Writes `out_dir/preprocess` and `out_dir/encoder`, built in temporary directories
+                    default_seq_length: int | None = None) -> dict[str, str]:
+    """Writes `out_dir/preprocess` and `out_dir/encoder` (the preprocessor's `__call__` padding
+    to `default_seq_length`: see `preprocess_functions`), built in temporary directories
     and renamed into place when both are complete (a failure leaves neither; an existing
     one is never overwritten); returns their paths."""
     paths = {"preprocess": os.path.join(out_dir, "preprocess"),

@@ -16,6 +16,7 @@ import dataclasses
 
 import keras
 
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.task_models.text_inputs import class_ids, label_names, scores, text_examples
 from keras_bert.task_models.text_task_model import TextTaskModel
 from keras_bert.tasks import readers
@@ -56,7 +57,7 @@ class SentenceModel(TextTaskModel):
     @classmethod
     def from_pretrained(cls, source: str, labels=None, *, pair: bool = False,
                         pooling: str = "pooled", dropout: float | None = None,
-                        seq_length: int = 128, rules: str | None = None,
+                        seq_length: int = DEFAULT_SEQ_LENGTH, rules: str | None = None,
                         precision: str = "auto", seed: int | None = None):
         """A model on the encoder of `source` with a new head (sources:
         `pretrained_source`; a model directory of this kind, a fine-tuned model, loads

@@ -18,6 +18,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.task_models.text_inputs import text_examples
 from keras_bert.task_models.text_task_model import TextTaskModel
 from keras_bert.tasks.embedder_config import EmbedderConfig
@@ -35,7 +36,7 @@ class TextEmbedder(TextTaskModel):
 
     @classmethod
     def from_pretrained(cls, source: str, *, pooling: str = "mean", normalize: bool = False,
-                        seq_length: int = 128, rules: str | None = None,
+                        seq_length: int = DEFAULT_SEQ_LENGTH, rules: str | None = None,
                         precision: str = "auto"):
         """An embedder on the encoder of `source` (sources: `pretrained_source`; a model
         directory saved by a `TextEmbedder` loads whole, with its own pooling).

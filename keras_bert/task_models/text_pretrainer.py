@@ -30,6 +30,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.data.pretraining import PretrainingOptions, pretraining_dataset, tokenize_documents
 
 DEFAULT_BATCH_SIZE = 32
@@ -89,34 +90,31 @@ class TextPretrainer(keras.Model):
 
     @classmethod
     def from_preset(cls, preset: str = "tiny", vocab: str | None = None,
-                    lower_case: bool = True, rules: str | None = None, seq_length: int = 128,
-                    masking: MaskingConfig | None = None, nsp_loss_weight: float = 1.0,
-                    precision: str = "auto", seed: int | None = None) -> TextPretrainer:
+                    lower_case: bool = True, rules: str | None = None,
+                    seq_length: int = DEFAULT_SEQ_LENGTH, masking: MaskingConfig | None = None,
+                    nsp_loss_weight: float = 1.0, precision: str = "auto",
+                    seed: int | None = None) -> TextPretrainer:
         """A randomly initialised BERT of size `preset` (`tiny` ... `large`) over `vocab` (a
         `vocab.txt`; default: the package's 8k uncased vocabulary of the embedded corpus),
         as `keras-bert pretrain --preset` builds it (position embeddings: max(512,
         `seq_length`)). `seed` seeds Keras' generator first (the weights `pretrain --seed`
         starts from)."""
-        from keras_bert.config import BertConfig
-        from keras_bert.models import BertEncoder, BertPretrainer
         from keras_bert.text.preprocessor import BertPreprocessor
         from keras_bert.text.rules import DEFAULT_RULES
         from keras_bert.text.tokenizer import BertTokenizer
         from keras_bert.training.precision import resolve_precision
-        from keras_bert.training.pretrain_job import DEFAULT_VOCAB
+        from keras_bert.training.pretrain_job import DEFAULT_VOCAB, preset_pretrainer
 
         if seed is not None:
             keras.utils.set_random_seed(int(seed))
         tokenizer = BertTokenizer(vocab or DEFAULT_VOCAB, lower_case=lower_case if vocab else True,
                                   rules=rules or DEFAULT_RULES)
-        config = BertConfig.from_preset(preset, vocab_size=tokenizer.vocab_size,
-                                        max_position_embeddings=max(512, int(seq_length)))
-        pretrainer = BertPretrainer(BertEncoder(config, dtype=resolve_precision(precision)),
-                                    nsp_loss_weight=nsp_loss_weight)
+        pretrainer = preset_pretrainer(preset, tokenizer, seq_length,
+                                       resolve_precision(precision), nsp_loss_weight)
         return cls(pretrainer, BertPreprocessor(tokenizer, int(seq_length)), masking)
 
     @classmethod
-    def from_pretrained(cls, source: str, seq_length: int = 128,
+    def from_pretrained(cls, source: str, seq_length: int = DEFAULT_SEQ_LENGTH,
                         masking: MaskingConfig | None = None, nsp_loss_weight: float = 1.0,
                         rules: str | None = None, precision: str = "auto",
                         seed: int | None = None) -> TextPretrainer:

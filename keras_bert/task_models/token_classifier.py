@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import keras
 
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.task_models.text_inputs import label_names, tag_lists, word_lists
 from keras_bert.task_models.text_task_model import TextTaskModel
 from keras_bert.tasks.conll import TaggedSentence
@@ -37,7 +38,7 @@ class TokenClassifier(TextTaskModel):
 
     @classmethod
     def from_pretrained(cls, source: str, labels=None, *, doc_stride: int | None = None,
-                        dropout: float | None = None, seq_length: int = 128,
+                        dropout: float | None = None, seq_length: int = DEFAULT_SEQ_LENGTH,
                         rules: str | None = None, precision: str = "auto",
                         seed: int | None = None):
         """A tagger on the encoder of `source` with a new head (sources:

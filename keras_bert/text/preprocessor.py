@@ -17,6 +17,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.text.packer import BertPacker
 from keras_bert.text.rules import DEFAULT_RULES
 from keras_bert.text.tokenizer import BertTokenizer
@@ -38,7 +39,7 @@ class BertPreprocessor(keras.layers.Layer):
     Features: int32 `input_word_ids`, `input_mask`, `input_type_ids` `[batch, length]`.
     """
 
-    def __init__(self, tokenizer: BertTokenizer, seq_length: int | None = 128,
+    def __init__(self, tokenizer: BertTokenizer, seq_length: int | None = DEFAULT_SEQ_LENGTH,
                  max_length: int | None = None, **kwargs):
         super().__init__(**kwargs)
         # Strings and ragged tensors go through as they are.

@@ -36,6 +36,7 @@ from keras_bert.checkpoints.task_dir import (
     load_task_model,
     save_task_model,
 )
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.tasks.registry import FINETUNE_TASKS, task_kind
 from keras_bert.tasks.task import TaskData
 from keras_bert.text.preprocessor import BertPreprocessor
@@ -62,7 +63,7 @@ class FinetuneJob:
     text_column: str = "text"
     text_b_column: str | None = None
     label_column: str = "label"
-    seq_length: int = 128
+    seq_length: int = DEFAULT_SEQ_LENGTH
     rules: str | None = None  # tokenizer rules; None: the model's own
     epochs: int = 3
     batch_size: int = 32

@@ -24,7 +24,7 @@ from keras_bert.checkpoints.conversion import checkpoint_rules, checkpoint_vocab
 from keras_bert.checkpoints.formats import load_pretrainer
 from keras_bert.checkpoints.heads import save_pretraining_heads
 from keras_bert.checkpoints.model_dir import load_model_dir, save_model_dir
-from keras_bert.config import BertConfig
+from keras_bert.config import DEFAULT_SEQ_LENGTH, BertConfig
 from keras_bert.data.corpus import guess_format, read_documents
 from keras_bert.data.pretraining import PretrainingOptions, pretraining_dataset, tokenize_documents
 from keras_bert.data.tfrecord import read_examples
@@ -61,7 +61,7 @@ class PretrainJob:
     steps: int = 2000  # BERT-Tiny on the embedded corpus learns NSP after ~1,200-1,600
     steps_per_epoch: int = 200  # the logging, evaluation and checkpoint interval
     batch_size: int = 32
-    seq_length: int = 128
+    seq_length: int = DEFAULT_SEQ_LENGTH
     max_predictions: int = 20
     whole_word: bool = False
     learning_rate: float = 3e-3  # for BERT-Tiny; at 5e-3 (or 2% warmup) MLM stalls at unigram
@@ -227,6 +227,15 @@ def nsp_majority_baseline(dataset) -> tuple[float, int]:
     return max(random_next, 1.0 - random_next), int(len(labels))
 
 
+def preset_pretrainer(preset: str, tokenizer, seq_length: int, dtype=None,
+                      nsp_loss_weight: float = 1.0) -> BertPretrainer:
+    """A randomly initialised pretrainer of size `preset` over `tokenizer`'s vocabulary, its
+    position embeddings `max(512, seq_length)` (room for BERT's phase 2 at 512)."""
+    config = BertConfig.from_preset(preset, vocab_size=tokenizer.vocab_size,
+                                    max_position_embeddings=max(512, int(seq_length)))
+    return BertPretrainer(BertEncoder(config, dtype=dtype), nsp_loss_weight=nsp_loss_weight)
+
+
 def _build_pretrainer(job: PretrainJob, tokenizer) -> BertPretrainer:
     if job.phase2_from:  # phase 1's config; its weights come with its optimizer state
         pretrainer = BertPretrainer(
@@ -236,10 +245,8 @@ def _build_pretrainer(job: PretrainJob, tokenizer) -> BertPretrainer:
         pretrainer = load_pretrainer(job.init, dtype=job.precision,
                                      nsp_loss_weight=job.nsp_loss_weight)
     else:
-        config = BertConfig.from_preset(job.preset, vocab_size=tokenizer.vocab_size,
-                                        max_position_embeddings=max(512, job.seq_length))
-        pretrainer = BertPretrainer(BertEncoder(config, dtype=job.precision),
-                                    nsp_loss_weight=job.nsp_loss_weight)
+        pretrainer = preset_pretrainer(job.preset, tokenizer, job.seq_length, job.precision,
+                                       job.nsp_loss_weight)
     if pretrainer.config.vocab_size != tokenizer.vocab_size:
         raise ValueError(f"The model's vocab_size ({pretrainer.config.vocab_size}) differs "
                          f"from the vocabulary's ({tokenizer.vocab_size})")

@@ -84,3 +84,17 @@ def test_hub_pair_is_atomic_and_never_overwritten(exported, tmp_path, monkeypatc
     with pytest.raises(RuntimeError, match="disk full"):
         export_hub_pair(pretrainer.encoder, BertPreprocessor(tokenizer), str(tmp_path / "pair"))
     assert os.listdir(tmp_path / "pair") == []
+
+
+def test_preprocess_pads_to_the_models_length_else_128():
+    """`__call__`'s length: the one asked for, else the model's fixed (training) length,
+    else `DEFAULT_SEQ_LENGTH` (128, as TF Hub's BERT preprocessors)."""
+    from keras_bert.export.hub_pair import preprocess_functions
+
+    tokenizer = BertTokenizer(VOCAB)
+    texts = tf.constant(["Call me Ishmael.", "Who?"])
+    for preprocessor, asked, width in ((BertPreprocessor(tokenizer, seq_length=10), None, 10),
+                                       (BertPreprocessor(tokenizer, seq_length=10), 12, 12),
+                                       (BertPreprocessor(tokenizer, None, 64), None, 128)):
+        call = preprocess_functions(preprocessor, asked)["__call__"]
+        assert call(texts)["input_word_ids"].shape == (2, width), (asked, width)
