@@ -196,7 +196,9 @@ def run_distillation(job: DistillJob) -> dict:
         raise ValueError(f"{job.teacher}: the teacher must be a classify model, got "
                          f"{loaded.kind!r}")
     task = loaded.task
-    seq_length = int(job.seq_length or loaded.seq_length)
+    # None: the teacher's training length, which its preprocessor holds.
+    seq_length = int(job.seq_length or loaded.preprocessor.seq_length
+                     or loaded.preprocessor.max_length)
     text_column = job.text_column or task.get("text_column") or "text"
     text_b_column = job.text_b_column or task.get("text_b_column")
     columns = dict(text_column=text_column, text_b_column=text_b_column,
