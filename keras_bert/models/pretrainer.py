@@ -116,9 +116,12 @@ class BertPretrainer(keras.Model):
         return cls(BertEncoder(config, dtype=dtype), **kwargs)
 
     @classmethod
-    def from_preset(cls, name: str, dtype=None, **overrides) -> BertPretrainer:
-        """A randomly initialised pretrainer of preset size `name` (fields may be overridden)."""
-        return cls(BertEncoder.from_preset(name, dtype=dtype, **overrides))
+    def from_preset(cls, name: str, dtype=None, nsp_loss_weight: float = 1.0,
+                    **overrides) -> BertPretrainer:
+        """A randomly initialised pretrainer of preset size `name` (config fields may be
+        overridden)."""
+        return cls(BertEncoder.from_preset(name, dtype=dtype, **overrides),
+                   nsp_loss_weight=nsp_loss_weight)
 
     def call(self, inputs, training=None):
         missing = [name for name in PRETRAINING_INPUT_NAMES if name not in inputs]

@@ -78,7 +78,7 @@ class ServingModule:
             raise ValueError(f"{type(self).__name__} exports cannot run XLA-compiled")
         self._xla_model = tf.function(lambda inputs: self.model(inputs, training=False),
                                       jit_compile=True, autograph=False)
-        self._traced = {}  # functions traced before run the network as traced then
+        self._traced = {}  # functions traced earlier would run the network without XLA
 
     def run(self, inputs: dict) -> dict:
         """Packed inputs -> the task's named outputs."""

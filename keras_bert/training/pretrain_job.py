@@ -24,7 +24,7 @@ from keras_bert.checkpoints.conversion import checkpoint_rules, checkpoint_vocab
 from keras_bert.checkpoints.formats import load_pretrainer
 from keras_bert.checkpoints.heads import save_pretraining_heads
 from keras_bert.checkpoints.model_dir import load_model_dir, save_model_dir
-from keras_bert.config import DEFAULT_SEQ_LENGTH, BertConfig
+from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.data.corpus import guess_format, read_documents
 from keras_bert.data.pretraining import PretrainingOptions, pretraining_dataset, tokenize_documents
 from keras_bert.data.tfrecord import read_examples
@@ -231,9 +231,9 @@ def preset_pretrainer(preset: str, tokenizer, seq_length: int, dtype=None,
                       nsp_loss_weight: float = 1.0) -> BertPretrainer:
     """A randomly initialised pretrainer of size `preset` over `tokenizer`'s vocabulary, its
     position embeddings `max(512, seq_length)` (room for BERT's phase 2 at 512)."""
-    config = BertConfig.from_preset(preset, vocab_size=tokenizer.vocab_size,
-                                    max_position_embeddings=max(512, int(seq_length)))
-    return BertPretrainer(BertEncoder(config, dtype=dtype), nsp_loss_weight=nsp_loss_weight)
+    return BertPretrainer.from_preset(preset, dtype=dtype, nsp_loss_weight=nsp_loss_weight,
+                                      vocab_size=tokenizer.vocab_size,
+                                      max_position_embeddings=max(512, int(seq_length)))
 
 
 def _build_pretrainer(job: PretrainJob, tokenizer) -> BertPretrainer:
