@@ -25,7 +25,7 @@ import subprocess
 
 import pytest
 
-from tests.export.runtimes import PIP_INSTALL, cache_dir, environment_python
+from tests.export.runtimes import cache_dir, environment_python
 from tests.rotation import share
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,6 +34,9 @@ SMOKE_FILES = ["tests/test_checkpoints.py", "tests/text/test_tokenizer_upstream.
                "tests/training/test_finetune.py", "tests/export/test_export.py"]
 SMOKE_TESTS = ("convert_each_format or google_round_trip or hf_round_trip or rules_equal "
                "and uncased or classify_then_predict or fresh_process or layout_and_size")
+# pip, not uv: what a user's `pip install` resolves is the claim. --no-compile: byte-compiling
+# every module of TensorFlow took ~20 s of an environment's ~55 s on 2 cores (session 20).
+PIP_INSTALL = ["install", "-q", "--disable-pip-version-check", "--no-compile"]
 VERSIONS = ("import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in "
             "('tensorflow', 'tensorflow-text', 'keras', 'tensorflow-serving-api')}))")
 
@@ -66,7 +69,7 @@ def _oldest_python() -> str:
         [*PIP_INSTALL, "-c", keep_tf, "-c", others, REPO, *tools],
         [*PIP_INSTALL, "--no-deps", *no_deps],
         ["uninstall", "-q", "-y", "keras-bert-tf"],
-        expect_tensorflow=pins["tensorflow"])
+        expect_tensorflow=pins["tensorflow"], installer="pip")
 
 
 @pytest.mark.slow  # over 30 s in CI's durations log (session 17)

@@ -92,23 +92,40 @@ def _numpy(outputs: dict) -> dict:
     return {name: np.asarray(value) for name, value in outputs.items()}
 
 
-@pytest.fixture(scope="module")
-def exports(tmp_path_factory):
-    """`{name: [(export dir, signature, inputs, in-process outputs)]}`."""
-    root = tmp_path_factory.mktemp("matrix")
-    vocab = os.path.join(minilm_dir(), "vocab.txt")  # real WordPiece on real text
-    cases = {}
-    for name, (task, labels, options) in TASKS.items():
+# Built only for the older runtimes: in this one, tests/export/test_export_precision.py
+# (real MiniLM, float32 / bfloat16 / float16) and tests/export/test_export_xla.py load the
+# same export options in TF Serving's Session loader every run (session 23: ~30 s of CI's
+# time per run).
+VARIANTS = ("classify_bfloat16", "embed_float16", "classify_xla")
+
+
+class Exports:
+    """Each export and the in-process answers, built on first use: `[(export dir, signature,
+    inputs, in-process outputs)]` per name."""
+
+    def __init__(self, root):
+        self.root = root
+        self.vocab = os.path.join(minilm_dir(), "vocab.txt")  # real WordPiece on real text
+        self.cases: dict[str, list] = {}
+
+    def __getitem__(self, name: str) -> list:
+        if name not in self.cases:
+            self.cases[name] = self._hub() if name == "hub" else self._export(name)
+        return self.cases[name]
+
+    def _export(self, name: str) -> list:
+        task, labels, options = TASKS[name]
+        root = self.root / name
         if task is None:
-            model_dir = make_tiny_model_dir(root / name, vocab_file=vocab)
+            model_dir = make_tiny_model_dir(root, vocab_file=self.vocab)
         else:
-            model_dir = make_tiny_task_dir(root / name, task, labels, vocab_file=vocab)
-        exported = export_model(model_dir, str(root / name / "export"), **options)
+            model_dir = make_tiny_task_dir(root, task, labels, vocab_file=self.vocab)
+        exported = export_model(model_dir, str(root / "export"), **options)
         module = exported.module  # the functions the export holds, traced in this process
         text_inputs = _text_inputs(task)
         packed = module.preprocess(*[tf.constant(v) for v in text_inputs.values()])
         ids_inputs = {k: v.numpy() for k, v in packed.items()}
-        cases[name] = [
+        return [
             (exported.path, "serving_default", text_inputs,
              _numpy(module.text_function()(**{k: tf.constant(v)
                                               for k, v in text_inputs.items()}))),
@@ -116,26 +133,33 @@ def exports(tmp_path_factory):
              _numpy(module.ids_function()(**{k: tf.constant(v)
                                             for k, v in ids_inputs.items()}))),
         ]
-    base = load_model_dir(make_tiny_model_dir(root / "hub_base", vocab_file=vocab))
-    encoder, tokenizer = base.load_encoder(), base.tokenizer()
-    paths = export_hub_pair(encoder, BertPreprocessor(tokenizer), str(root / "hub"),
-                            default_seq_length=32)
-    packed = {k: v.numpy() for k, v in
-              tf.saved_model.load(paths["preprocess"])(tf.constant(TEXTS)).items()}
-    from keras_bert.text.packer import BertPacker
 
-    ids = tokenizer.special_token_ids
-    want_packed = BertPacker(32, ids["cls"], ids["sep"], ids["pad"])(
-        [tokenizer.tokenize(tf.constant(TEXTS))])
-    out = encoder({k: tf.constant(v) for k, v in packed.items()}, training=False)
-    cases["hub"] = [
-        (paths["preprocess"], "serving_default", {"text": TEXTS},
-         {k: v.numpy() for k, v in want_packed.items()}),
-        (paths["encoder"], "serving_default", packed,
-         {"pooled_output": out["pooled_output"].numpy(), "default": out["pooled_output"].numpy(),
-          "sequence_output": out["sequence_output"].numpy()}),
-    ]
-    return cases
+    def _hub(self) -> list:
+        base = load_model_dir(make_tiny_model_dir(self.root / "hub_base", vocab_file=self.vocab))
+        encoder, tokenizer = base.load_encoder(), base.tokenizer()
+        paths = export_hub_pair(encoder, BertPreprocessor(tokenizer), str(self.root / "hub"),
+                                default_seq_length=32)
+        packed = {k: v.numpy() for k, v in
+                  tf.saved_model.load(paths["preprocess"])(tf.constant(TEXTS)).items()}
+        from keras_bert.text.packer import BertPacker
+
+        ids = tokenizer.special_token_ids
+        want_packed = BertPacker(32, ids["cls"], ids["sep"], ids["pad"])(
+            [tokenizer.tokenize(tf.constant(TEXTS))])
+        out = encoder({k: tf.constant(v) for k, v in packed.items()}, training=False)
+        pooled = out["pooled_output"].numpy()
+        return [
+            (paths["preprocess"], "serving_default", {"text": TEXTS},
+             {k: v.numpy() for k, v in want_packed.items()}),
+            (paths["encoder"], "serving_default", packed,
+             {"pooled_output": pooled, "default": pooled,
+              "sequence_output": out["sequence_output"].numpy()}),
+        ]
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory) -> Exports:
+    return Exports(tmp_path_factory.mktemp("matrix"))
 
 
 def _run_runtime(python: str, exports, workdir) -> dict:
@@ -159,16 +183,26 @@ def _run_runtime(python: str, exports, workdir) -> dict:
 # Every run still audits every export's ops against both runtimes' op lists
 # (tests/export/test_op_audit.py).
 RUNTIME_SHARES = {"tensorflow-2.12.1": "env:tf-2.12.1", "tensorflow-2.20.0": "env:tf-2.20.0"}
+NAMES = {"this": [n for n in [*TASKS, "hub"] if n not in VARIANTS],
+         **{runtime: [*TASKS, "hub"] for runtime in RUNTIMES}}
+CASES = [pytest.param(runtime, name, id=f"{runtime}-{name}", marks=(
+    [share(RUNTIME_SHARES[runtime])] if runtime in RUNTIME_SHARES else []))
+    for runtime, names in NAMES.items() for name in names]
 
 
-@pytest.fixture(scope="module", params=["this", *[
-    pytest.param(name, marks=share(RUNTIME_SHARES[name]))
-    for name in RUNTIMES]])
-def runtime(request, exports, tmp_path_factory):
-    """The outputs of every export job in one runtime (one process per runtime)."""
-    python = sys.executable if request.param == "this" else runtime_python(request.param)
-    result = _run_runtime(python, exports, tmp_path_factory.mktemp(request.param))
-    return request.param, result
+@pytest.fixture(scope="module")
+def runtimes(exports, tmp_path_factory):
+    """`runtime name -> outputs of every export job there`, each runtime run on first use
+    (one process per runtime, all its exports)."""
+    done = {}
+
+    def outputs(name: str) -> dict:
+        if name not in done:
+            python = sys.executable if name == "this" else runtime_python(name)
+            cases = {export: exports[export] for export in NAMES[name]}
+            done[name] = _run_runtime(python, cases, tmp_path_factory.mktemp(name))
+        return done[name]
+    return outputs
 
 
 def _assert_same(got: dict, want: dict, what: str, atol: float = 1e-5) -> None:
@@ -184,9 +218,9 @@ def _assert_same(got: dict, want: dict, what: str, atol: float = 1e-5) -> None:
             np.testing.assert_array_equal(value, expected, err_msg=f"{what} {key}")
 
 
-@pytest.mark.parametrize("name", [*TASKS, "hub"])
-def test_export_answers_as_in_process(runtime, exports, name):
-    runtime_name, result = runtime
+@pytest.mark.parametrize(("runtime_name", "name"), CASES)
+def test_export_answers_as_in_process(runtimes, exports, runtime_name, name):
+    result = runtimes(runtime_name)
     if runtime_name != "this":
         version = RUNTIMES[runtime_name][0]
         assert f"tensorflow {version}:" in result["printed"]
@@ -197,7 +231,8 @@ def test_export_answers_as_in_process(runtime, exports, name):
         _assert_same(got, want, f"{runtime_name} {name} {signature}", 1e-3 if half else 1e-5)
 
 
-@pytest.mark.parametrize("name", list(TASKS))
+@pytest.mark.parametrize("name", [  # the variants when an older runtime builds them
+    pytest.param(n, marks=[share("env:tf-2.12.1")] if n in VARIANTS else []) for n in TASKS])
 def test_each_variable_is_stored_once(exports, name):
     path = exports[name][0][0]
     model_dir = os.path.join(os.path.dirname(os.path.dirname(path)),

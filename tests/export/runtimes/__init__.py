@@ -23,9 +23,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # runtime name -> (tensorflow, tensorflow-text)
 RUNTIMES = {"tensorflow-2.20.0": ("2.20.0", "2.20.0"),
             "tensorflow-2.12.1": ("2.12.1", "2.12.1")}
-# --no-compile: pip would byte-compile every module of TensorFlow (~20 s of the ~55 s an
-# environment takes on 2 cores, measured session 20); the few a test imports compile on use.
-PIP_INSTALL = ["install", "-q", "--disable-pip-version-check", "--no-compile"]
+# uv (a test tool, `setup.cfg`), as `scripts/install.sh` uses it: an environment took ~55 s
+# with pip on 2 cores (session 20). It byte-compiles nothing; modules compile on first use.
+PIP_INSTALL = ["install", "-q"]
 
 
 def cache_dir() -> str:
@@ -44,9 +44,27 @@ def runtime_python(name: str) -> str:
         expect_tensorflow=tf_version)
 
 
-def environment_python(name: str, *pip_commands: list[str], expect_tensorflow: str) -> str:
+def install_command(installer: str, python: str, arguments: list[str]) -> list[str]:
+    """`pip <arguments>` for the environment of `python`, run by pip itself or by uv (from
+    this test environment, with pip's find-links passed on as `scripts/install.sh` does)."""
+    if installer == "pip":
+        return [python, "-m", "pip", *arguments]
+    uv = shutil.which("uv", path=os.path.dirname(sys.executable)) or shutil.which("uv")
+    if uv is None:
+        raise RuntimeError("uv is missing: `scripts/install.sh` installs the test tools")
+    links = os.environ.get("PIP_FIND_LINKS", "").split()
+    configured = subprocess.run([sys.executable, "-m", "pip", "config", "get",
+                                 "global.find-links"], capture_output=True, text=True)
+    links += configured.stdout.split() if configured.returncode == 0 else []
+    return [uv, "pip", arguments[0], "--python", python,
+            *[f"--find-links={link}" for link in links], *arguments[1:]]
+
+
+def environment_python(name: str, *pip_commands: list[str], expect_tensorflow: str,
+                       installer: str = "uv") -> str:
     """The interpreter of the environment `name` under `cache_dir()`, made on first use by
-    running `pip` with each argument list of `pip_commands`; it must hold `expect_tensorflow`."""
+    running `installer` (`uv` or `pip`) with each argument list of `pip_commands`; it must
+    hold `expect_tensorflow`."""
     folder = os.path.join(cache_dir(), name)
     python = os.path.join(folder, "bin", "python")
     done = os.path.join(folder, ".complete")
@@ -58,7 +76,8 @@ def environment_python(name: str, *pip_commands: list[str], expect_tensorflow: s
             base = getattr(sys, "_base_executable", sys.executable)
             subprocess.run([base, "-m", "venv", folder], check=True)
             for arguments in pip_commands:
-                subprocess.run([python, "-m", "pip", *arguments], check=True, timeout=1800)
+                subprocess.run(install_command(installer, python, arguments), check=True,
+                               timeout=1800)
             found = subprocess.run(
                 [python, "-c", "import tensorflow as tf; print(tf.__version__)"],
                 check=True, capture_output=True, text=True,
