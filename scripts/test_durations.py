@@ -60,7 +60,8 @@ def summary(cases: list[dict], slowest: int = 40) -> str:
                   f"{c['outcome']}" for c in cases if c["ci_pick"]] + [""] * any(
                       c["ci_pick"] for c in cases)
     for file, (seconds, count) in sorted(per_file.items(), key=lambda kv: -kv[1][0]):
-        lines.append(f"| `{file}` | {count} | {seconds:.1f} | {seconds / total:.1%} |")
+        share = seconds / total if total else 0.0  # instant tests: 0.0 s in all
+        lines.append(f"| `{file}` | {count} | {seconds:.1f} | {share:.1%} |")
     lines += ["", f"Slowest {slowest} tests:", "", "| test | seconds |", "| --- | ---: |"]
     for c in sorted(cases, key=lambda c: -c["seconds"])[:slowest]:
         lines.append(f"| `{c['name']}` | {c['seconds']:.1f} |")
