@@ -187,6 +187,13 @@ def _preset(layers: int, hidden: int, heads: int) -> BertConfig:
 # that default: the preprocessor, the jobs, the task models and the command line read it here.
 DEFAULT_SEQ_LENGTH = 128
 
+
+def default_doc_stride(seq_length: int) -> int:
+    """How far windows over a long text advance by default at `seq_length`: half a
+    window, at most 128 word pieces (the original `run_squad.py`'s 128 at length 384; span
+    QA, taggers and sentence-level windows all read it here)."""
+    return max(min(128, int(seq_length) // 2), 1)
+
 # The sizes of Google's released BERT models (Turc et al. 2019 for the small ones).
 PRESETS: dict[str, BertConfig] = {
     "tiny": _preset(2, 128, 2),

@@ -36,8 +36,9 @@ SHARES: dict[str, Share] = {
     # The older environments (each builds its virtual environment): TF Serving 2.13-2.19's
     # TF Text runtime once in three landings, the others once in six; none in the landings
     # that carry the heaviest real-MiniLM runs (slots 4, 5, 10, 11 of the cycle).
-    "env:tf-2.12.1": Share(3, 0, 133),  # matrix share 110 + runtime_check's export 23
-    "env:tf-2.20.0": Share(6, 1, 249),  # matrix share 101 + the Kaggle wheelhouse's 2: 148
+    # Session 23 builds the runtimes with uv (TF 2.12.1's: ~55 -> 23 s alone): "~".
+    "env:tf-2.12.1": Share(3, 0, 110),  # ~ (133 with pip: matrix 110 + runtime_check 23)
+    "env:tf-2.20.0": Share(6, 1, 220),  # ~ (249 with pip: matrix 101 + the wheelhouse 148)
     "env:oldest": Share(6, 2, 200),  # tests/test_oldest_supported.py: 173-221
     # Real processes and the examples without learning checks, once in six landings.
     "example:export_and_serve": Share(6, 0, 44),
@@ -64,8 +65,9 @@ SHARES: dict[str, Share] = {
     "readme:tag_multilabel": Share(12, 5, 300),  # ~
     "bench:pretrain_accelerator.py": Share(12, 5, 89),
     "example:squad": Share(12, 6, 275),
-    "bench:serve_abuse.py": Share(12, 7, 29),
+    "bench:serve_abuse.py": Share(12, 1, 29),  # slot 7 until session 23
     "bench:pretrain_step.py": Share(12, 7, 69),
+    "longdoc:minilm": Share(12, 7, 85),  # ~ (58 s alone, session 23) long documents
     "bench:beam_pipeline.py": Share(12, 8, 164),
     "readme:squad_serve": Share(12, 9, 237),
     "example:multilabel": Share(12, 10, 217),

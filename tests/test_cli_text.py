@@ -67,10 +67,13 @@ def test_create_pretraining_data(capsys, tmp_path, vocab):
 def test_finetune_choices_are_the_libraries():
     from keras_bert.cli import finetune
     from keras_bert.tasks.registry import FINETUNE_TASKS
+    from keras_bert.text.sentence_windows import AGGREGATIONS, READING_MODES
     from keras_bert.training.precision import PRECISION_CHOICES
 
     assert finetune.FINETUNE_TASK_NAMES == FINETUNE_TASKS
     assert finetune.PRECISION_NAMES == PRECISION_CHOICES
+    assert finetune.LONG_TEXT_NAMES == READING_MODES
+    assert finetune.AGGREGATION_NAMES == AGGREGATIONS
 
 
 def test_rules_choices_are_the_libraries():

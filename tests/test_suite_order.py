@@ -45,7 +45,7 @@ ROTATING_FILES = ("examples/test_examples.py", "examples/test_notebook.py", "tes
                   "export/test_runtime_check.py", "test_oldest_supported.py",
                   "test_kaggle_wheelhouse.py", "training/test_finetune_resume.py",
                   "training/test_pretrain_resume.py", "training/test_accumulation.py",
-                  "training/test_static_shapes.py")
+                  "training/test_static_shapes.py", "task_models/test_long_documents.py")
 
 
 def test_every_landing_carries_its_shares_and_stays_under_budget(pytester, monkeypatch):

@@ -42,12 +42,11 @@ from keras_bert.checkpoints.mapping import Rule, assign_checked, from_format, to
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir, save_model_dir
 from keras_bert.checkpoints.task_dir import build_task_model, load_task_model, save_task_model
 from keras_bert.checkpoints.variables import encoder_variables
-from keras_bert.config import BertConfig
+from keras_bert.config import BertConfig, default_doc_stride
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.pretrainer import BertPretrainer
 from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.registry import task_kind
-from keras_bert.tasks.tagger_config import default_doc_stride
 
 SEQUENCE = "BertForSequenceClassification"
 TOKEN = "BertForTokenClassification"

@@ -8,6 +8,9 @@ from keras_bert.cli.options import add_checkpoint_arguments, add_rules_argument
 from keras_bert.config import DEFAULT_SEQ_LENGTH
 
 FINETUNE_TASK_NAMES = ("classify", "multilabel", "regress", "tag", "squad")
+# keras_bert.text.sentence_windows' READING_MODES and AGGREGATIONS (checked as above).
+LONG_TEXT_NAMES = ("truncate", "windows")
+AGGREGATION_NAMES = ("mean", "max", "first")
 PRECISION_NAMES = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 PRECISION_HELP = ("Keras dtype policy; auto (default): mixed_bfloat16 on TPUs, GPUs of compute "
                   "capability 8.0+ and CPUs with AMX, mixed_float16 on older GPUs, float32 on "
@@ -47,8 +50,17 @@ def register(subparsers) -> None:
                    help="classify/regress: sequence vector under the head")
     p.add_argument("--max-query-length", type=int, help="squad (default min(64, seq/2))")
     p.add_argument("--doc-stride", type=int,
-                   help="squad, tag: how far windows over long texts advance "
-                        "(default min(128, seq/2))")
+                   help="squad, tag, --long-text windows: how far windows over long texts "
+                        "advance (default min(128, seq/2))")
+    p.add_argument("--long-text", default="truncate", choices=LONG_TEXT_NAMES,
+                   help="classify/multilabel/regress: a text longer than --seq-length is "
+                        "truncated (BERT's way) or read in windows whose outputs are "
+                        "aggregated, in training, evaluation, predict and the export")
+    p.add_argument("--max-windows", type=int, default=8,
+                   help="--long-text windows: the most windows read per text")
+    p.add_argument("--window-aggregate", default="mean", choices=AGGREGATION_NAMES,
+                   help="--long-text windows: how classify/multilabel combine the windows' "
+                        "logits (regress: always the mean)")
     p.add_argument("--precision", default="auto", choices=PRECISION_NAMES,
                    help=PRECISION_HELP)
     add_checkpoint_arguments(p)
@@ -69,7 +81,8 @@ def run(args) -> int:
         batch_size=args.batch_size, learning_rate=args.learning_rate,
         warmup_fraction=args.warmup_fraction, weight_decay=args.weight_decay,
         dropout=args.dropout, pooling=args.pooling, max_query_length=args.max_query_length,
-        doc_stride=args.doc_stride, precision=args.precision, seed=args.seed,
+        doc_stride=args.doc_stride, long_text=args.long_text, max_windows=args.max_windows,
+        window_aggregate=args.window_aggregate, precision=args.precision, seed=args.seed,
         checkpoint_steps=args.checkpoint_steps, checkpoint_minutes=args.checkpoint_minutes,
         rules=args.rules,
         verbose=0 if args.quiet else 1)

@@ -19,10 +19,10 @@ import keras
 from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.task_models.text_inputs import class_ids, label_names, scores, text_examples
 from keras_bert.task_models.text_task_model import TextTaskModel
-from keras_bert.tasks import readers
 from keras_bert.tasks.readers import TextExample
 from keras_bert.tasks.registry import task_kind
 from keras_bert.tasks.sentence_config import SentenceTaskConfig
+from keras_bert.text.sentence_windows import LongTextReading
 
 
 class SentenceModel(TextTaskModel):
@@ -37,18 +37,18 @@ class SentenceModel(TextTaskModel):
         return self.config.pair
 
     def stream(self, rows, batch_size, seed=None, drop_remainder=False):
-        """`readers.text_dataset` of the rows (what `keras-bert finetune` fits on)."""
-        targets = self.task_kind.targets(rows, self.labels)
-        return readers.text_dataset(rows, self.preprocessor, targets, batch_size=batch_size,
-                                    shuffle_seed=seed, drop_remainder=drop_remainder), len(rows)
+        """The batches `keras-bert finetune` fits on (one per text, or per window when the
+        model reads long texts in windows: `SentenceTask.rows_dataset`)."""
+        return self.task_kind.rows_dataset(rows, self.preprocessor, self.labels,
+                                           self.config.reading, batch_size, seed,
+                                           drop_remainder)
 
     def score(self, rows, batch_size, train=None) -> dict:
-        """The kind's metrics on the network's logits (as `keras-bert finetune` scores;
-        `train`: the training rows, for baselines that need them)."""
-        stream, _ = self.stream(rows, batch_size)
-        return self.task_kind.evaluate_rows(self.network, stream,
-                                            self.task_kind.targets(rows, self.labels), train,
-                                            self.labels)
+        """The kind's metrics on the network's logits, windows aggregated as `predict`
+        aggregates them (as `keras-bert finetune` scores; `train`: the training rows, for
+        baselines that need them)."""
+        return self.task_kind.score_rows(self.network, self.preprocessor, self.config.reading,
+                                         rows, self.labels, train, batch_size)
 
     def requests(self, x) -> dict[str, list[str]]:
         """`text` (and `text_b`) of the texts `x`."""
@@ -57,21 +57,28 @@ class SentenceModel(TextTaskModel):
     @classmethod
     def from_pretrained(cls, source: str, labels=None, *, pair: bool = False,
                         pooling: str = "pooled", dropout: float | None = None,
-                        seq_length: int = DEFAULT_SEQ_LENGTH, rules: str | None = None,
+                        seq_length: int = DEFAULT_SEQ_LENGTH,
+                        reading: LongTextReading | str = "truncate", rules: str | None = None,
                         precision: str = "auto", seed: int | None = None):
         """A model on the encoder of `source` with a new head (sources:
         `pretrained_source`; a model directory of this kind, a fine-tuned model, loads
         whole). `labels`: the classifier's label names or their count; `pair`: reads
         `(text, text_b)`; `pooling`: `pooled`, `cls` or `mean`; `seq_length`: the training
-        length; `precision`: a Keras dtype policy or `auto` (as `--precision auto`);
-        `seed`: the new head's initial weights (as `keras-bert finetune --seed`)."""
+        length; `reading`: texts longer than it are `"truncate"`d or read in `"windows"`
+        (or a `LongTextReading` with the stride, window cap and aggregation);
+        `precision`: a Keras dtype policy or `auto` (as `--precision auto`); `seed`: the
+        new head's initial weights (as `keras-bert finetune --seed`)."""
         loaded, model_dir = cls.pretrained_source(source, rules, precision)
         if loaded is not None:
             return loaded
         vocab = cls.label_vocab(labels)
         encoder, preprocessor = cls.encoder_and_preprocessor(model_dir, seq_length, precision,
                                                              seed)
-        config = cls.config_class(pair=pair, pooling=pooling, dropout=dropout)
+        if isinstance(reading, str):
+            reading = LongTextReading(reading)
+        if reading.doc_stride is None:  # as `keras-bert finetune` records it
+            reading = dataclasses.replace(reading, doc_stride=reading.stride(seq_length))
+        config = cls.config_class(pair=pair, pooling=pooling, dropout=dropout, reading=reading)
         block = config.block(cls.kind, seq_length, None if vocab is None else len(vocab))
         network = task_kind(cls.kind).build_model(encoder, block, vocab)
         return cls(network, preprocessor, vocab, config)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_bert.models.classifier import BertClassifier
 from keras_bert.tasks import metrics, readers
@@ -17,7 +18,19 @@ from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.sentence_config import SentenceTaskConfig
 from keras_bert.tasks.serving_module import ServingModule
 from keras_bert.tasks.serving_outputs import classification_outputs, regression_outputs
-from keras_bert.tasks.task import PREDICT_BATCH, Task, TaskData, run_in_batches, text_of
+from keras_bert.tasks.task import (
+    PREDICT_BATCH,
+    Task,
+    TaskData,
+    examples_dataset,
+    featurise_in_chunks,
+    run_in_batches,
+    text_of,
+    what_was_read,
+)
+from keras_bert.text.sentence_windows import LongTextReading, read_windows
+
+WINDOW_CHUNK = 256  # texts featurised at once when read in windows
 
 
 class SentenceTask(Task):
@@ -59,39 +72,77 @@ class SentenceTask(Task):
                               pooling=config.pooling)
 
     def data(self, job, preprocessor) -> TaskData:
-        """Rows of `job.train` / `job.eval` mapped through `preprocessor`."""
+        """Rows of `job.train` / `job.eval` mapped through `preprocessor` (read as
+        `job.reading` says: truncated, or in windows)."""
         columns = dict(text_column=job.text_column, text_b_column=job.text_b_column,
                        label_column=job.label_column, task=self.reader_kind)
         train = readers.read_examples(job.train, **columns)
         labels = self.label_vocab(train, job.train)
-
-        def dataset(examples, **kwargs):
-            return readers.text_dataset(examples, preprocessor, self.targets(examples, labels),
-                                        batch_size=job.batch_size, **kwargs)
-
-        train_ds = dataset(train, shuffle_seed=job.seed)
         config = SentenceTaskConfig(pair=job.text_b_column is not None, pooling=job.pooling,
                                     dropout=job.dropout, text_column=job.text_column,
-                                    text_b_column=job.text_b_column)
+                                    text_b_column=job.text_b_column, reading=job.reading)
+        train_ds, num_train = self.rows_dataset(train, preprocessor, labels, config.reading,
+                                                job.batch_size, shuffle_seed=job.seed)
         spec = {**config.block(self.name, job.seq_length,
                                None if labels is None else len(labels)),
                 **self.untuned_settings(labels)}
         if not job.eval:
-            return TaskData(train_ds, len(train), None, 0, None, labels, spec)
+            return TaskData(train_ds, num_train, None, 0, None, labels, spec)
         evaluation = readers.read_examples(job.eval, labels=labels, **columns)
-        eval_ds = dataset(evaluation)
+        eval_ds, num_eval = self.rows_dataset(evaluation, preprocessor, labels, config.reading,
+                                              job.batch_size)
 
         def evaluate(model) -> dict:
-            return self.evaluate_rows(model, eval_ds, self.targets(evaluation, labels),
-                                      train, labels)
+            return self.score_rows(model, preprocessor, config.reading, evaluation, labels,
+                                   train, job.batch_size)
 
-        return TaskData(train_ds, len(train), eval_ds, len(evaluation), evaluate, labels, spec)
+        return TaskData(train_ds, num_train, eval_ds, num_eval, evaluate, labels, spec)
 
-    def evaluate_rows(self, model, eval_ds, gold, train, labels) -> dict:
-        """The task metrics of `model` on `eval_ds` (`(features, targets)` batches in
-        order) against `gold` (`train`: the training examples, for baselines)."""
-        logits = np.asarray(model.predict(eval_ds.map(lambda x, y: x), verbose=0))
+    def rows_dataset(self, rows, preprocessor, labels, reading: LongTextReading,
+                     batch_size: int, shuffle_seed: int | None = None,
+                     drop_remainder: bool = False) -> tuple[tf.data.Dataset, int]:
+        """`(features, targets)` batches of `rows` (with `shuffle_seed`: endless epochs,
+        each shuffled by `(seed, epoch)`) and the examples they hold: one per row, or, read
+        in windows, one per window, each carrying its text's target."""
+        targets = self.targets(rows, labels)
+        if not reading.windowed:
+            return readers.text_dataset(rows, preprocessor, targets, batch_size=batch_size,
+                                        shuffle_seed=shuffle_seed,
+                                        drop_remainder=drop_remainder), len(rows)
+        pair = rows[0].text_b is not None
+
+        def featurise(chunk):
+            texts = [tf.constant([getattr(r, f) for r in chunk], tf.string)
+                     for f in (("text", "text_b") if pair else ("text",))]
+            packed, batch = read_windows(preprocessor, reading, *texts)
+            return {**packed, "num_windows": batch.num_windows}
+
+        features = featurise_in_chunks(rows, WINDOW_CHUNK, featurise)
+        text_index = np.repeat(np.arange(len(rows)), features.pop("num_windows"))
+        return examples_dataset(features, np.asarray(targets)[text_index], batch_size,
+                                shuffle_seed, drop_remainder), len(text_index)
+
+    def score_rows(self, model, preprocessor, reading: LongTextReading, rows, labels, train,
+                   batch_size: int) -> dict:
+        """The task metrics of `model` (the network) on `rows` against their targets
+        (`train`: the training rows, for baselines): on the logits of one packed row per
+        text, or, read in windows, on the windows' logits aggregated as `predict` and the
+        export aggregate them."""
+        gold = self.targets(rows, labels)
+        if not reading.windowed:
+            stream, _ = self.rows_dataset(rows, preprocessor, labels, reading, batch_size)
+            logits = np.asarray(model.predict(stream.map(lambda x, y: x), verbose=0))
+        else:
+            module = ServingModule(model, preprocessor, lambda outputs, _: {"logits": outputs},
+                                   pair=rows[0].text_b is not None, reading=reading,
+                                   aggregate=self.window_aggregate(reading))
+            logits = run_in_batches(module.traced("serving_default"), self.requests(rows),
+                                    batch_size)["logits"]
         return self.scores(gold, logits, train, labels)
+
+    def window_aggregate(self, reading: LongTextReading) -> str:
+        """How this kind aggregates its windows' logits (the reading's choice)."""
+        return reading.aggregate
 
     def read_inputs(self, source: str, spec: dict, text_column: str | None = None,
                     text_b_column: str | None = None) -> list:
@@ -145,14 +196,18 @@ class ClassifyTask(SentenceTask):
 
     def serving_module(self, model, preprocessor, labels, spec: dict, **options):
         """`logits`, `probabilities`, `label_id`, `label`."""
+        reading = SentenceTaskConfig.from_block(spec).reading
         return ServingModule(model, preprocessor, classification_outputs(list(labels.names)),
-                             pair=bool(spec.get("pair", False)))
+                             pair=bool(spec.get("pair", False)), reading=reading,
+                             aggregate=self.window_aggregate(reading))
 
     def predict(self, module, inputs, batch_size: int = PREDICT_BATCH) -> list[dict]:
         """`{"label", "probabilities"}` per row."""
         out = run_in_batches(module.text_function(), self.requests(inputs), batch_size)
-        return [{"label": text_of(label), "probabilities": [float(p) for p in probs]}
-                for label, probs in zip(out["label"], out["probabilities"], strict=True)]
+        return [{"label": text_of(label), "probabilities": [float(p) for p in probs],
+                 **what_was_read(out, i)}
+                for i, (label, probs) in enumerate(zip(out["label"], out["probabilities"],
+                                                       strict=True))]
 
 
 class RegressTask(SentenceTask):
@@ -183,11 +238,17 @@ class RegressTask(SentenceTask):
                       jit_compile=False)
 
     def serving_module(self, model, preprocessor, labels, spec: dict, **options):
-        """`score`."""
+        """`score` (windows: their mean)."""
+        reading = SentenceTaskConfig.from_block(spec).reading
         return ServingModule(model, preprocessor, regression_outputs(),
-                             pair=bool(spec.get("pair", False)))
+                             pair=bool(spec.get("pair", False)), reading=reading,
+                             aggregate=self.window_aggregate(reading))
+
+    def window_aggregate(self, reading: LongTextReading) -> str:
+        """A score is the mean of its windows' scores."""
+        return "mean"
 
     def predict(self, module, inputs, batch_size: int = PREDICT_BATCH) -> list[dict]:
         """`{"score"}` per row."""
         out = run_in_batches(module.text_function(), self.requests(inputs), batch_size)
-        return [{"score": float(s)} for s in out["score"]]
+        return [{"score": float(s), **what_was_read(out, i)} for i, s in enumerate(out["score"])]

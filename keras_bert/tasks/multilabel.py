@@ -34,9 +34,10 @@ from keras_bert.tasks.multilabel_metrics import (
     multilabel_baselines,
     multilabel_f1,
 )
+from keras_bert.tasks.sentence_config import SentenceTaskConfig
 from keras_bert.tasks.serving_module import ServingModule
 from keras_bert.tasks.serving_outputs import multilabel_outputs
-from keras_bert.tasks.task import PREDICT_BATCH, run_in_batches, text_of
+from keras_bert.tasks.task import PREDICT_BATCH, run_in_batches, text_of, what_was_read
 
 
 def sigmoid(logits) -> np.ndarray:
@@ -116,14 +117,18 @@ class MultiLabelTask(SentenceTask):
     def serving_module(self, model, preprocessor, labels, spec: dict, **options):
         """`logits`, `scores`, `labels`."""
         thresholds = spec.get("thresholds") or [DEFAULT_THRESHOLD] * len(labels)
+        reading = SentenceTaskConfig.from_block(spec).reading
         return ServingModule(model, preprocessor,
                              multilabel_outputs(list(labels.names), list(thresholds)),
-                             pair=bool(spec.get("pair", False)), label_names=labels.names)
+                             pair=bool(spec.get("pair", False)), label_names=labels.names,
+                             reading=reading, aggregate=reading.aggregate)
 
     def predict(self, module, inputs, batch_size: int = PREDICT_BATCH) -> list[dict]:
         """`{"labels": [chosen labels, highest score first], "scores": {label: p}}` per row."""
         out = run_in_batches(module.text_function(), self.requests(inputs), batch_size)
         names = module.label_names
         return [{"labels": [text_of(label) for label in row_labels if text_of(label)],
-                 "scores": {name: float(p) for name, p in zip(names, row_scores, strict=True)}}
-                for row_labels, row_scores in zip(out["labels"], out["scores"], strict=True)]
+                 "scores": {name: float(p) for name, p in zip(names, row_scores, strict=True)},
+                 **what_was_read(out, i)}
+                for i, (row_labels, row_scores) in enumerate(
+                    zip(out["labels"], out["scores"], strict=True))]

@@ -9,6 +9,7 @@ import math
 
 from keras_bert.models.pooling import POOLING_MODES
 from keras_bert.tasks.multilabel_metrics import DEFAULT_THRESHOLD
+from keras_bert.text.sentence_windows import LongTextReading
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,7 +18,9 @@ class SentenceTaskConfig:
 
     `pair`: reads `(text, text_b)`; `pooling`: `pooled` (BERT's), `cls` or `mean`;
     `dropout`: the head's dropout (None: the encoder's `hidden_dropout`); `text_column`,
-    `text_b_column`: the file columns `keras-bert predict` reads by default.
+    `text_b_column`: the file columns `keras-bert predict` reads by default; `reading`: how
+    a text longer than the sequence length is read (`LongTextReading`: truncated, or in
+    windows whose outputs are aggregated), in training, `predict`, `evaluate` and exports.
     """
 
     pair: bool = False
@@ -25,8 +28,11 @@ class SentenceTaskConfig:
     dropout: float | None = None
     text_column: str = "text"
     text_b_column: str | None = None
+    reading: LongTextReading = LongTextReading()
 
     def __post_init__(self):
+        if isinstance(self.reading, dict):  # from `dataclasses.asdict` (Keras configs)
+            object.__setattr__(self, "reading", LongTextReading(**self.reading))
         if self.pooling not in POOLING_MODES:
             raise ValueError(f"unknown pooling {self.pooling!r}; choose one of "
                              f"{POOLING_MODES}")
@@ -41,7 +47,8 @@ class SentenceTaskConfig:
         """The model directory's task block (`metadata.task`) for this config."""
         block = {"kind": kind, "seq_length": seq_length, "pair": self.pair,
                  "text_column": self.text_column, "text_b_column": self.text_b_column,
-                 "pooling": self.pooling, "dropout": self.dropout}
+                 "pooling": self.pooling, "dropout": self.dropout,
+                 "long_text": self.reading.block()}
         if num_classes is not None:
             block["num_classes"] = int(num_classes)
         return block
@@ -53,7 +60,8 @@ class SentenceTaskConfig:
         return cls(pair=pair, pooling=block.get("pooling") or "pooled",
                    dropout=block.get("dropout"),
                    text_column=block.get("text_column") or "text",
-                   text_b_column=block.get("text_b_column") if pair else None)
+                   text_b_column=block.get("text_b_column") if pair else None,
+                   reading=LongTextReading.from_block(block.get("long_text")))
 
 
 @dataclasses.dataclass(frozen=True)

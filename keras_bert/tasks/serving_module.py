@@ -4,7 +4,10 @@ The module holds the model's `BertPreprocessor` -- the object its training pipel
 over the data (vocabulary and casing from the model directory; the vocabulary is a graph
 constant, never a file path) -- and the Keras model, and exposes:
 
-- `serving_default`: `text` (and `text_b` for pair tasks), `[batch]` strings -> outputs;
+- `serving_default`: `text` (and `text_b` for pair tasks), `[batch]` strings -> outputs,
+  with what was read of each text: `num_tokens`, `num_windows`, `truncated` (a text longer
+  than the sequence length is truncated, or read in windows whose outputs are aggregated:
+  `keras_bert.text.sentence_windows.LongTextReading`);
 - `serve_ids`: `input_word_ids`, `input_mask`, `input_type_ids` -> the same outputs, for
   clients that tokenize themselves;
 - `preprocess`: the `serving_default` inputs -> the model inputs the preprocessor makes of
@@ -30,8 +33,18 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.models.encoder import INPUT_NAMES
+from keras_bert.text.sentence_windows import (
+    LongTextReading,
+    WindowBatch,
+    aggregate_windows,
+    read_windows,
+    truncation_stats,
+)
 
 Endpoint = tuple[Callable, list[tf.TensorSpec]]
+# The most windows one request may need (all its texts together): a larger request is
+# refused with this number in the error rather than exhausting the server's memory.
+MAX_REQUEST_WINDOWS = 4096
 
 
 class ServingModule:
@@ -47,11 +60,17 @@ class ServingModule:
       pair: whether `serving_default` takes `text_b` too.
       label_names: the labels of the outputs' label axis, for answers made in process
         (multi-label scores); None where the outputs name their labels themselves.
+      reading: how texts longer than the serving length are read (truncated, or in
+        windows); `aggregate`: how the windows' outputs become a text's (`mean`, `max`,
+        `first`; `aggregate_windows`).
     """
 
     def __init__(self, model, preprocessor, outputs_fn: Callable, pair: bool = False,
-                 label_names: list[str] | None = None):
+                 label_names: list[str] | None = None,
+                 reading: LongTextReading | None = None, aggregate: str = "mean"):
         self.model = model
+        self.reading = reading or LongTextReading()
+        self.aggregate = aggregate
         self.preprocessor = preprocessor
         self.tokenizer = preprocessor.tokenizer
         self.outputs_fn = outputs_fn
@@ -60,8 +79,36 @@ class ServingModule:
         self.label_names = None if label_names is None else list(label_names)
 
     def preprocess(self, text, text_b=None) -> dict:
-        """Strings -> packed int32 inputs (the preprocessor's, on the host CPU)."""
-        return self.preprocessor(text if text_b is None else (text, text_b))
+        """Strings -> packed int32 inputs (the preprocessor's, on the host CPU); read in
+        windows, one row per window and `text_index`, the text each belongs to."""
+        if not self.reading.windowed:
+            return self.preprocessor(text if text_b is None else (text, text_b))
+        packed, batch = self.windows(text, text_b)
+        return {**packed, "text_index": batch.example}
+
+    def _segments(self, text, text_b) -> list[tf.RaggedTensor]:
+        return [self.preprocessor.tokenize(t) for t in ([text] if text_b is None
+                                                        else [text, text_b])]
+
+    def windows(self, text, text_b=None) -> tuple[dict, WindowBatch]:
+        """Strings -> `(packed windows, WindowBatch)` (`read_windows`); a request needing
+        more than `MAX_REQUEST_WINDOWS` windows fails with an error naming the limit."""
+        return read_windows(self.preprocessor, self.reading, text, text_b, MAX_REQUEST_WINDOWS)
+
+    def read(self, text, text_b=None) -> dict:
+        """Strings -> the task's outputs and, per text, `num_tokens` (word pieces of `text`
+        and `text_b`), `num_windows` and `truncated` (some word piece was not read)."""
+        if self.reading.windowed:
+            packed, batch = self.windows(text, text_b)
+            outputs = tf.nest.map_structure(
+                lambda v: aggregate_windows(v, batch, self.aggregate), self.network(packed))
+            result = self.outputs_fn(outputs, None)
+        else:
+            segments = self._segments(text, text_b)
+            batch = truncation_stats(segments, self.preprocessor.max_length)
+            result = self.run(self.preprocessor.pack(segments))
+        return {**result, "num_tokens": batch.num_tokens, "num_windows": batch.num_windows,
+                "truncated": batch.truncated}
 
     # Sentence-level modules may run the network XLA-compiled (`use_xla`); the tagger and
     # span-QA subclasses read per-token outputs at the packed length and do not.
@@ -80,15 +127,18 @@ class ServingModule:
                                       jit_compile=True, autograph=False)
         self._traced = {}  # functions traced earlier would run the network without XLA
 
-    def run(self, inputs: dict) -> dict:
-        """Packed inputs -> the task's named outputs."""
+    def network(self, inputs: dict):
+        """Packed inputs -> the model's outputs (XLA-compiled over length buckets after
+        `use_xla`)."""
         if getattr(self, "_xla_model", None) is None:
-            return self.outputs_fn(self.model(inputs, training=False), inputs)
+            return self.model(inputs, training=False)
         batch = tf.shape(inputs["input_word_ids"])[0]
         padded = pad_to_bucket(inputs, self.preprocessor.max_length)
-        outputs, padded = tf.nest.map_structure(lambda t: t[:batch],
-                                                (self._xla_model(padded), padded))
-        return self.outputs_fn(outputs, padded)
+        return tf.nest.map_structure(lambda t: t[:batch], self._xla_model(padded))
+
+    def run(self, inputs: dict) -> dict:
+        """Packed inputs -> the task's named outputs."""
+        return self.outputs_fn(self.network(inputs), inputs)
 
     def text_endpoint(self) -> Endpoint:
         """`serving_default`: `text` (and `text_b`) strings -> the task's outputs.
@@ -100,10 +150,10 @@ class ServingModule:
             specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
 
             def serving_default(text, text_b):
-                return self.run(self.preprocess(text, text_b))
+                return self.read(text, text_b)
         else:
             def serving_default(text):
-                return self.run(self.preprocess(text))
+                return self.read(text)
         return serving_default, specs
 
     def warmup_inputs(self, texts):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from keras_bert.config import default_doc_stride
+
 
 @dataclasses.dataclass(frozen=True)
 class SpanQAConfig:
@@ -33,7 +35,7 @@ class SpanQAConfig:
             raise ValueError(f"seq_length ({length}) must leave room for the question "
                              f"({query}), 3 special tokens and some context.")
         return {"kind": kind, "seq_length": seq_length, "max_query_length": query,
-                "doc_stride": int(self.doc_stride or min(128, length // 2)),
+                "doc_stride": int(self.doc_stride or default_doc_stride(length)),
                 "version_2": bool(self.version_2), "dropout": self.dropout}
 
     @classmethod

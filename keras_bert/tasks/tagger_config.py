@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-
-def default_doc_stride(seq_length: int) -> int:
-    """The windows' stride when the task block has none: half the length, at most 128."""
-    return min(128, max(1, int(seq_length) // 2))
+from keras_bert.config import default_doc_stride
 
 
 @dataclasses.dataclass(frozen=True)

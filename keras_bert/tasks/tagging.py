@@ -17,9 +17,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.config import default_doc_stride
 from keras_bert.models.tagger import BertTagger
 from keras_bert.tasks import conll, metrics, readers
-from keras_bert.tasks.tagger_config import TaggerConfig, default_doc_stride
+from keras_bert.tasks.tagger_config import TaggerConfig
 from keras_bert.tasks.tagger_serving import TaggerServingModule
 from keras_bert.tasks.task import (
     PREDICT_BATCH,

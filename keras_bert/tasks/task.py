@@ -118,13 +118,16 @@ def epoch_shuffled_batches(tensors, count: int, batch_size: int, seed: int,
 
 
 def examples_dataset(inputs: dict, targets, batch_size: int,
-                     shuffle_seed: int | None = None) -> tf.data.Dataset:
+                     shuffle_seed: int | None = None,
+                     drop_remainder: bool = False) -> tf.data.Dataset:
     """`(inputs, targets)` batches of featurised examples: one pass in order, or, with
     `shuffle_seed`, endless shuffled epochs (`epoch_shuffled_batches`)."""
     if shuffle_seed is not None:
         count = len(next(iter(inputs.values())))
-        return epoch_shuffled_batches((inputs, targets), count, batch_size, shuffle_seed)
-    return tf.data.Dataset.from_tensor_slices((inputs, targets)).batch(batch_size)
+        return epoch_shuffled_batches((inputs, targets), count, batch_size, shuffle_seed,
+                                      drop_remainder)
+    return tf.data.Dataset.from_tensor_slices((inputs, targets)).batch(
+        batch_size, drop_remainder=drop_remainder)
 
 
 def run_in_batches(function, requests: dict[str, list], batch_size: int) -> dict[str, np.ndarray]:
@@ -149,6 +152,13 @@ def _concatenate(values: list[np.ndarray]) -> np.ndarray:
         pad = np.zeros((v.shape[0], width - v.shape[1], *v.shape[2:]), v.dtype)
         padded.append(np.concatenate([v, pad], axis=1))
     return np.concatenate(padded)
+
+
+def what_was_read(outputs: dict[str, np.ndarray], row: int) -> dict:
+    """A sentence-level answer's `num_tokens`, `num_windows` and `truncated` for `row`."""
+    return {"num_tokens": int(outputs["num_tokens"][row]),
+            "num_windows": int(outputs["num_windows"][row]),
+            "truncated": bool(outputs["truncated"][row])}
 
 
 def text_of(value) -> str:

@@ -36,10 +36,11 @@ from keras_bert.checkpoints.task_dir import (
     load_task_model,
     save_task_model,
 )
-from keras_bert.config import DEFAULT_SEQ_LENGTH
+from keras_bert.config import DEFAULT_SEQ_LENGTH, default_doc_stride
 from keras_bert.tasks.registry import FINETUNE_TASKS, task_kind
 from keras_bert.tasks.task import TaskData
 from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.text.sentence_windows import LongTextReading
 from keras_bert.training.checkpointing import ResumableCheckpoint
 from keras_bert.training.fit_schedule import FitSchedule, prepare_fit
 from keras_bert.training.plots import plot_history
@@ -73,7 +74,10 @@ class FinetuneJob:
     dropout: float | None = None  # None: the encoder's hidden_dropout
     pooling: str = "pooled"  # classify/multilabel/regress: pooled, cls or mean
     max_query_length: int | None = None  # squad; None: min(64, seq_length // 2)
-    doc_stride: int | None = None  # squad, tag windows; None: min(128, seq_length // 2)
+    doc_stride: int | None = None  # windows (squad, tag, long texts); None: default_doc_stride
+    long_text: str = "truncate"  # classify/multilabel/regress: truncate or windows
+    max_windows: int = 8  # windows read per text (long_text windows)
+    window_aggregate: str = "mean"  # classify/multilabel windows' logits: mean, max, first
     precision: str = "auto"  # auto: for the hardware (training/precision.py)
     validate_each_epoch: bool = True  # eval loss (and accuracy) after every epoch
     checkpoint_steps: int | None = None  # save every N steps (besides every epoch end)
@@ -95,7 +99,14 @@ class FinetuneJob:
         if self.max_query_length is None:
             self.max_query_length = min(64, self.seq_length // 2)
         if self.doc_stride is None:
-            self.doc_stride = min(128, self.seq_length // 2)
+            self.doc_stride = default_doc_stride(self.seq_length)
+        _ = self.reading  # checks the long-text settings now
+
+    @property
+    def reading(self) -> LongTextReading:
+        """How sentence-level tasks read texts longer than `seq_length`."""
+        return LongTextReading(self.long_text, self.doc_stride, self.max_windows,
+                               self.window_aggregate)
 
 
 def task_data(job: FinetuneJob, preprocessor) -> TaskData:

@@ -8,7 +8,9 @@ as its kernel libraries, in three runtimes: this environment (TF 2.21), TF 2.20.
 (`tests/export/runtimes`). Every output is compared with the in-process result on the same
 strings (hard cases and real text): floats within 1e-5 (1e-3 for the `export --precision`
 bfloat16 / float16 cases), strings, ids and labels identical. `classify_xla` (`export --xla`)
-checks that each runtime runs the XLA-compiled network.
+checks that each runtime runs the XLA-compiled network; `classify_windows` and
+`pair_windows`, that long texts read in windows (flattened into one batch, logits gathered
+back per text) answer there as in process.
 
 Before exports were written with `keras.export.ExportArchive`, every kind with weights
 failed here with "Could not find variable ..." (tensorflow/serving#2250).
@@ -59,6 +61,9 @@ def _as_bytes(texts) -> np.ndarray:
 
 
 TEXTS = _as_bytes(HARD + _real_lines())
+# Long texts read in windows (stride 8, at most 4 a text; the 5,008-character text needs
+# more), their logits averaged.
+WINDOWS = {"mode": "windows", "doc_stride": 8, "max_windows": 4, "aggregate": "mean"}
 TASKS = {  # export name -> (task block, labels, export options)
     "classify": ({"kind": "classify", "seq_length": 32}, ["neg", "pos", "plot"], {}),
     "pair_classify": ({"kind": "classify", "seq_length": 32, "pair": True},
@@ -69,6 +74,10 @@ TASKS = {  # export name -> (task block, labels, export options)
     "tag": ({"kind": "tag", "seq_length": 24, "num_classes": 3}, ["B-PER", "I-PER", "O"], {}),
     "span_qa": ({"kind": "squad", "seq_length": 48, "max_query_length": 12, "doc_stride": 16,
                  "version_2": True}, None, {}),
+    "classify_windows": ({"kind": "classify", "seq_length": 32, "long_text": WINDOWS},
+                         ["neg", "pos", "plot"], {}),
+    "pair_windows": ({"kind": "classify", "seq_length": 32, "pair": True,
+                      "long_text": WINDOWS}, ["entail", "neutral", "contradict"], {}),
     "embed": (None, None, {}),
     "embed_static": (None, None, {"seq_length": 16}),
     "classify_bfloat16": ({"kind": "classify", "seq_length": 32}, ["neg", "pos", "plot"],
@@ -124,7 +133,8 @@ class Exports:
         module = exported.module  # the functions the export holds, traced in this process
         text_inputs = _text_inputs(task)
         packed = module.preprocess(*[tf.constant(v) for v in text_inputs.values()])
-        ids_inputs = {k: v.numpy() for k, v in packed.items()}
+        # Read in windows, `preprocess` also says which text each row (window) is of.
+        ids_inputs = {k: v.numpy() for k, v in packed.items() if k != "text_index"}
         return [
             (exported.path, "serving_default", text_inputs,
              _numpy(module.text_function()(**{k: tf.constant(v)

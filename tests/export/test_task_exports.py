@@ -11,12 +11,12 @@ import tensorflow as tf
 
 from keras_bert.checkpoints.task_dir import load_task_model
 from keras_bert.cli import main
+from keras_bert.config import default_doc_stride
 from keras_bert.devserver.server import ModelServer
 from keras_bert.export.exporter import export_model
 from keras_bert.export.op_audit import audit
 from keras_bert.tasks import squad
 from keras_bert.tasks.span_qa_serving import NO_SPAN_SCORE, SpanQAServingModule, best_spans
-from keras_bert.tasks.tagging import default_doc_stride
 from tests.export.helpers import WORDS, make_tiny_task_dir, run_fresh
 from tests.tasks import reference_squad
 from tests.tasks.reference_alignment import align_sentences

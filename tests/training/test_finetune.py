@@ -127,7 +127,8 @@ def test_finetune_classify_then_predict(model_dir, tmp_path, rng, capsys):
     predictions = _json_lines(stdout)
     assert len(predictions) == 32
     for p in predictions:
-        assert set(p) == {"label", "probabilities"} and p["label"] in ("other", "whale")
+        assert set(p) == {"label", "probabilities", "num_tokens", "num_windows", "truncated"}
+        assert p["label"] in ("other", "whale") and p["num_windows"] == 1
         assert len(p["probabilities"]) == 2 and abs(sum(p["probabilities"]) - 1) < 1e-5
     with open(evaluation, encoding="utf-8") as f:
         gold = [row["label"] for row in csv.DictReader(f)]
