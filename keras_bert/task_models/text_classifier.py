@@ -74,10 +74,7 @@ class SentenceModel(TextTaskModel):
         vocab = cls.label_vocab(labels)
         encoder, preprocessor = cls.encoder_and_preprocessor(model_dir, seq_length, precision,
                                                              seed)
-        if isinstance(reading, str):
-            reading = LongTextReading(reading)
-        if reading.doc_stride is None:  # as `keras-bert finetune` records it
-            reading = dataclasses.replace(reading, doc_stride=reading.stride(seq_length))
+        reading = LongTextReading.at_length(reading, seq_length)
         config = cls.config_class(pair=pair, pooling=pooling, dropout=dropout, reading=reading)
         block = config.block(cls.kind, seq_length, None if vocab is None else len(vocab))
         network = task_kind(cls.kind).build_model(encoder, block, vocab)

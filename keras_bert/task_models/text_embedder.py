@@ -23,6 +23,7 @@ from keras_bert.task_models.text_inputs import text_examples
 from keras_bert.task_models.text_task_model import TextTaskModel
 from keras_bert.tasks.embedder_config import EmbedderConfig
 from keras_bert.tasks.registry import task_kind
+from keras_bert.text.sentence_windows import LongTextReading
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -36,14 +37,19 @@ class TextEmbedder(TextTaskModel):
 
     @classmethod
     def from_pretrained(cls, source: str, *, pooling: str = "mean", normalize: bool = False,
-                        seq_length: int = DEFAULT_SEQ_LENGTH, rules: str | None = None,
+                        seq_length: int = DEFAULT_SEQ_LENGTH,
+                        reading: LongTextReading | str = "truncate", rules: str | None = None,
                         precision: str = "auto"):
         """An embedder on the encoder of `source` (sources: `pretrained_source`; a model
         directory saved by a `TextEmbedder` loads whole, with its own pooling).
         `pooling`: `mean` (the default: sentence-transformers models such as MiniLM are
         trained for it), `cls`, `pooled` (BERT's pooler; what a plain encoder directory's
-        export serves) or `concat_last4`; `seq_length`: longer texts are truncated."""
-        config = EmbedderConfig(pooling=pooling, normalize=normalize)  # checked first
+        export serves) or `concat_last4`; `seq_length`: the length read at once; `reading`:
+        longer texts are `"truncate"`d or read in `"windows"` whose vectors are averaged,
+        weighted by the word pieces each read (or a `LongTextReading`)."""
+        reading = LongTextReading.at_length(reading, seq_length)
+        config = EmbedderConfig(pooling=pooling, normalize=normalize,
+                                reading=reading)  # checked first
         loaded, model_dir = cls.pretrained_source(source, rules, precision)
         if loaded is not None:
             return loaded

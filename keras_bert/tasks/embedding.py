@@ -14,6 +14,7 @@ from keras_bert.tasks.embedder_config import EmbedderConfig
 from keras_bert.tasks.serving_module import ServingModule
 from keras_bert.tasks.serving_outputs import embedding_outputs
 from keras_bert.tasks.task import Task
+from keras_bert.text.sentence_windows import TOKEN_MEAN
 
 
 class EmbedTask(Task):
@@ -31,7 +32,16 @@ class EmbedTask(Task):
     def serving_module(self, model, preprocessor, labels, spec: dict, pooling=None,
                        **options):
         """`embedding` (the model's vector; `pooling` replaces its pooling, keeping its
-        normalization) and `pooled_output`, from one pass of the encoder."""
-        if pooling is not None and pooling != model.pooling:
+        normalization) and `pooled_output`, from one pass of the encoder. Read in windows,
+        each text's vectors are the mean of its windows', weighted by the word pieces each
+        read, normalized after that mean if the model normalizes."""
+        reading = EmbedderConfig.from_block(spec).reading
+        pooling = pooling or model.pooling
+        if reading.windowed:  # the windows' vectors are averaged first, normalized after
+            network = BertEmbedder(model.encoder, pooling=pooling, normalize=False)
+            return ServingModule(embedding_network(network), preprocessor,
+                                 embedding_outputs(normalize=model.normalize),
+                                 reading=reading, aggregate=TOKEN_MEAN)
+        if pooling != model.pooling:
             model = BertEmbedder(model.encoder, pooling=pooling, normalize=model.normalize)
         return ServingModule(embedding_network(model), preprocessor, embedding_outputs())

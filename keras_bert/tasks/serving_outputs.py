@@ -5,12 +5,15 @@ from __future__ import annotations
 import tensorflow as tf
 
 
-def embedding_outputs():
+def embedding_outputs(normalize: bool = False):
     """Embedding export: `embedding` and `pooled_output`, as the network gives them
-    (`keras_bert.models.embedder.embedding_network`)."""
+    (`keras_bert.models.embedder.embedding_network`); with `normalize`, the embedding
+    scaled to unit L2 norm here (windows: after their vectors are averaged)."""
     def outputs(model_outputs, inputs):
-        return {"embedding": model_outputs["embedding"],
-                "pooled_output": model_outputs["pooled_output"]}
+        embedding = model_outputs["embedding"]
+        if normalize:
+            embedding = tf.math.l2_normalize(embedding, axis=-1, epsilon=1e-24)
+        return {"embedding": embedding, "pooled_output": model_outputs["pooled_output"]}
     return outputs
 
 

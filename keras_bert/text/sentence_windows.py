@@ -29,6 +29,9 @@ from keras_bert.text.packer import longest_first_lengths
 
 READING_MODES = ("truncate", "windows")
 AGGREGATIONS = ("mean", "max", "first")
+# Embeddings: the windows' vectors averaged, each weighted by the word pieces of `text` it
+# read (at least 1, so an empty text keeps its one window's vector).
+TOKEN_MEAN = "token_mean"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +70,14 @@ class LongTextReading:
     def stride(self, seq_length: int) -> int:
         """The stride at `seq_length`: `doc_stride`, else `default_doc_stride`."""
         return int(self.doc_stride or default_doc_stride(seq_length))
+
+    @classmethod
+    def at_length(cls, reading: LongTextReading | str, seq_length: int) -> LongTextReading:
+        """`reading` (a mode name, or a `LongTextReading`) with its stride made explicit at
+        `seq_length`, as `keras-bert finetune` records it."""
+        if isinstance(reading, str):
+            reading = cls(reading)
+        return dataclasses.replace(reading, doc_stride=reading.stride(seq_length))
 
     def block(self) -> dict:
         """The task block's `long_text` entry."""
@@ -171,8 +182,12 @@ def truncation_stats(segments: list, max_length) -> WindowBatch:
 
 def aggregate_windows(values, batch: WindowBatch, how: str = "mean", weights=None):
     """Per-text values `[batch, ...]` of per-window `values` `[windows, ...]`: their mean,
-    max, or the first window's; with `weights` (`[windows]`), the weighted mean."""
+    max, or the first window's; with `weights` (`[windows]`), the weighted mean;
+    `TOKEN_MEAN`: the mean weighted by the word pieces each window read of `text`."""
     segments = tf.size(batch.num_windows)
+    if how == TOKEN_MEAN:
+        how = "mean"
+        weights = tf.maximum(batch.segments[0].row_lengths(), 1)
     if how == "first":
         return tf.gather(values, _first_window(batch.num_windows))
     if how == "max":

@@ -99,6 +99,10 @@ def clients(server):
     rest_client.close()
 
 
+# An embedding export's answer: the vectors and what was read of each text.
+SERVED_OUTPUTS = {"embedding", "pooled_output", "num_tokens", "num_windows", "truncated"}
+
+
 # (a) End to end -------------------------------------------------------------------------------
 
 def test_grpc_and_rest_answer_like_the_saved_model(clients, expected, server):
@@ -109,8 +113,11 @@ def test_grpc_and_rest_answer_like_the_saved_model(clients, expected, server):
     # The columnar REST format, a bare value, and base64 strings.
     status, answer = http_request(server.rest_url, "POST", "/v1/models/bert:predict",
                                   json.dumps({"inputs": {"text": TEXTS}}).encode())
-    assert status == 200 and set(answer["outputs"]) == {"embedding", "pooled_output"}
+    assert status == 200 and set(answer["outputs"]) == SERVED_OUTPUTS
     np.testing.assert_allclose(answer["outputs"]["embedding"], expected["embedding"], atol=1e-5)
+    # What was read of each text, as JSON numbers and booleans.
+    assert answer["outputs"]["num_windows"] == [1] * len(TEXTS)
+    assert all(t is False or t is True for t in answer["outputs"]["truncated"])
     b64 = [{"b64": base64.b64encode(t.encode()).decode()} for t in TEXTS]
     for body in ({"inputs": TEXTS}, {"instances": b64, "signature_name": "serving_default"}):
         status, answer = http_request(server.rest_url, "POST",
@@ -144,7 +151,7 @@ def test_metadata_and_status(clients, server):
     assert metadata["model_spec"] == {"name": "bert", "version": "1", "signature_name": ""}
     defs = metadata["metadata"]["signature_def"]["signature_def"]
     assert defs["serving_default"]["inputs"]["text"]["dtype"] == "DT_STRING"
-    assert set(defs["serving_default"]["outputs"]) == {"embedding", "pooled_output"}
+    assert set(defs["serving_default"]["outputs"]) == SERVED_OUTPUTS
     assert set(defs["serve_ids"]["inputs"]) == {"input_word_ids", "input_mask", "input_type_ids"}
     assert defs["serving_default"]["method_name"] == "tensorflow/serving/predict"
     status = {"model_version_status": [{"version": "1", "state": "AVAILABLE", "status": {

@@ -233,3 +233,34 @@ def test_the_command_line_reads_in_windows_too(tmp_path, capsys):
     accuracy = np.mean([line["label"] == label for line, (_, label) in zip(lines, rows,
                                                                            strict=True)])
     assert metrics["eval"]["accuracy"] == pytest.approx(accuracy)
+
+
+def test_embeddings_in_windows_are_the_token_weighted_mean_then_normalized(tmp_path):
+    """A text's vector: its windows' vectors (the model's pooling, unnormalized) averaged,
+    each weighted by the word pieces it read, then L2-normalized; the export answers it."""
+    from keras_bert.models.embedder import BertEmbedder
+
+    reading = LongTextReading("windows", doc_stride=8, max_windows=4)
+    embedder = keras_bert.TextEmbedder.from_pretrained(
+        "tiny", pooling="mean", normalize=True, seq_length=32, reading=reading,
+        precision="float32")
+    short, long = "call me ishmael", " ".join(ISHMAEL[:26] + ISHMAEL[:14])
+    pieces = embedder.preprocessor.tokenize(tf.constant([long]))[0].numpy()
+    assert len(pieces) == 40  # windows at 0, 8, 16 holding 30, 30 and 24 pieces
+    rows = [list(pieces[start:start + 30]) for start in (0, 8, 16)]
+    packed = embedder.preprocessor.pack([tf.ragged.constant(rows, dtype=tf.int32)])
+    plain = BertEmbedder(embedder.network.encoder, pooling="mean", normalize=False)
+    vectors = plain(packed, training=False).numpy()
+    want = np.average(vectors, axis=0, weights=[30, 30, 24])
+    got = embedder.predict([short, long])
+    assert got["num_windows"].tolist() == [1, 3]
+    np.testing.assert_allclose(got["embedding"][1], want / np.linalg.norm(want), atol=1e-6)
+    truncating = keras_bert.TextEmbedder.from_pretrained(
+        "tiny", pooling="mean", normalize=True, seq_length=32, precision="float32")
+    truncating.network.set_weights(embedder.network.get_weights())
+    np.testing.assert_allclose(truncating.predict([short])["embedding"], got["embedding"][:1],
+                               atol=1e-6)  # one window: the same vector either way
+    with SessionBundle(embedder.export(str(tmp_path / "export"))) as bundle:
+        served = bundle.run("serving_default", {"text": np.array([short.encode(),
+                                                                  long.encode()], dtype=object)})
+    np.testing.assert_allclose(served["embedding"], got["embedding"], atol=1e-6)
