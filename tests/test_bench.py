@@ -34,6 +34,7 @@ BENCHMARKS = {
                           r"[\d.]+ \| [\d.]+ \|(?s:.*)\| 16 \| 2 \| [\d.]+ \(\d+\) \| "
                           r"[\d.]+ \(\d+\) \| [\d.]+ \(\d+\) \| [\d.]+ \| [\d.]+ \|",
     "serve_abuse.py": r"\| 4/4 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ \| \d+ \| 200 \|",
+    "long_documents.py": r"\| ours_windows / hf_loop \(documents/s\) \| [\d.]+x \|",
     "text_classifier_fit.py": r"defaults: ours [\d.]+x keras-hub's fit speed; accuracy "
                               r"[\d.]+ vs [\d.]+",
 }
@@ -57,7 +58,7 @@ WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit
                                     for s in sorted(BENCHMARKS)])
 def test_quick_mode_runs_and_compares(script):
     if script in ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
-                  "serving_latency.py", "serving_profile.py"):
+                  "serving_latency.py", "serving_profile.py", "long_documents.py"):
         require("transformers")
     if script in ("serving_latency.py", "serving_profile.py", "encoder_forward.py"):
         require("onnxruntime")
