@@ -144,6 +144,14 @@ class SentenceTask(Task):
         """How this kind aggregates its windows' logits (the reading's choice)."""
         return reading.aggregate
 
+    def sentence_module(self, model, preprocessor, spec: dict, outputs_fn, **options):
+        """The `ServingModule` of a sentence-level kind: single texts or pairs, read as the
+        task block's `long_text` says, windows aggregated by `window_aggregate`."""
+        reading = SentenceTaskConfig.from_block(spec).reading
+        return ServingModule(model, preprocessor, outputs_fn, pair=bool(spec.get("pair", False)),
+                             reading=reading, aggregate=self.window_aggregate(reading),
+                             **options)
+
     def read_inputs(self, source: str, spec: dict, text_column: str | None = None,
                     text_b_column: str | None = None) -> list:
         """`TextExample`s: the trained text column(s) of a CSV/TSV/JSONL file, or stdin
@@ -196,10 +204,8 @@ class ClassifyTask(SentenceTask):
 
     def serving_module(self, model, preprocessor, labels, spec: dict, **options):
         """`logits`, `probabilities`, `label_id`, `label`."""
-        reading = SentenceTaskConfig.from_block(spec).reading
-        return ServingModule(model, preprocessor, classification_outputs(list(labels.names)),
-                             pair=bool(spec.get("pair", False)), reading=reading,
-                             aggregate=self.window_aggregate(reading))
+        return self.sentence_module(model, preprocessor, spec,
+                                    classification_outputs(list(labels.names)))
 
     def predict(self, module, inputs, batch_size: int = PREDICT_BATCH) -> list[dict]:
         """`{"label", "probabilities"}` per row."""
@@ -239,10 +245,7 @@ class RegressTask(SentenceTask):
 
     def serving_module(self, model, preprocessor, labels, spec: dict, **options):
         """`score` (windows: their mean)."""
-        reading = SentenceTaskConfig.from_block(spec).reading
-        return ServingModule(model, preprocessor, regression_outputs(),
-                             pair=bool(spec.get("pair", False)), reading=reading,
-                             aggregate=self.window_aggregate(reading))
+        return self.sentence_module(model, preprocessor, spec, regression_outputs())
 
     def window_aggregate(self, reading: LongTextReading) -> str:
         """A score is the mean of its windows' scores."""

@@ -34,8 +34,6 @@ from keras_bert.tasks.multilabel_metrics import (
     multilabel_baselines,
     multilabel_f1,
 )
-from keras_bert.tasks.sentence_config import SentenceTaskConfig
-from keras_bert.tasks.serving_module import ServingModule
 from keras_bert.tasks.serving_outputs import multilabel_outputs
 from keras_bert.tasks.task import PREDICT_BATCH, run_in_batches, text_of, what_was_read
 
@@ -117,11 +115,9 @@ class MultiLabelTask(SentenceTask):
     def serving_module(self, model, preprocessor, labels, spec: dict, **options):
         """`logits`, `scores`, `labels`."""
         thresholds = spec.get("thresholds") or [DEFAULT_THRESHOLD] * len(labels)
-        reading = SentenceTaskConfig.from_block(spec).reading
-        return ServingModule(model, preprocessor,
-                             multilabel_outputs(list(labels.names), list(thresholds)),
-                             pair=bool(spec.get("pair", False)), label_names=labels.names,
-                             reading=reading, aggregate=reading.aggregate)
+        return self.sentence_module(model, preprocessor, spec,
+                                    multilabel_outputs(list(labels.names), list(thresholds)),
+                                    label_names=labels.names)
 
     def predict(self, module, inputs, batch_size: int = PREDICT_BATCH) -> list[dict]:
         """`{"labels": [chosen labels, highest score first], "scores": {label: p}}` per row."""
