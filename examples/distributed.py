@@ -81,9 +81,9 @@ def main(argv=None) -> dict:
 
     from keras_bert.checkpoints import load_model_dir
     from keras_bert.models import BertClassifier
+    from keras_bert.task_models.finetune_job import compile_task_model
     from keras_bert.tasks import LabelVocab, classification_dataset, encode_labels
     from keras_bert.training import create_optimizer
-    from keras_bert.training.finetune_job import compile_task_model
 
     keras.utils.set_random_seed(12345)
     train, held_out = book_or_speech(256 if args.quick else 1200)

@@ -140,8 +140,8 @@ def build_task(out: str, s: Settings) -> dict[str, str]:
 
 
 def finetune(out: str, model: str, data: dict[str, str], s: Settings) -> dict:
-    """Stage 3: a classifier from the pretrained encoder (`keras_bert.training.finetune_job`)."""
-    from keras_bert.training.finetune_job import FinetuneJob, run_finetuning
+    """Stage 3: a classifier from the pretrained encoder (`keras_bert.task_models.finetune_job`)."""
+    from keras_bert.task_models.finetune_job import FinetuneJob, run_finetuning
 
     metrics = run_finetuning(FinetuneJob(
         task="classify", model=model, train=data["train"], eval=data["eval"],

@@ -72,7 +72,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Runs the job and prints the metrics."""
-    from keras_bert.training.finetune_job import FinetuneJob, run_finetuning
+    from keras_bert.task_models.finetune_job import FinetuneJob, run_finetuning
 
     job = FinetuneJob(
         task=args.task, model=args.model, train=args.train, eval=args.eval, out=args.out,

@@ -80,19 +80,24 @@ class MultiLabelClassifier(SentenceModel):
         `TextTaskModel.fit`; then, with `validation_data` `(texts, label lists)`, tunes the
         thresholds there (`tune_thresholds`), as `keras-bert finetune` tunes them on
         `--eval`. Without it the thresholds are 0.5 (those tuned for the old weights go)."""
-        rows = self.rows(x, y)
-        if not any(ex.label for ex in rows):
-            raise ValueError("no text in y has a label; a multi-label classifier learns from "
-                             "texts with labels")
         history = super().fit(x, y, batch_size=batch_size, epochs=epochs,
                               validation_data=validation_data, **kwargs)
-        self.config = dataclasses.replace(self.config, thresholds=None)
-        self._serving = None
-        self._train_rows = tuple(rows)
         if validation_data is not None:
             texts, targets = validation_data
             self.tune_thresholds(texts, targets, batch_size or DEFAULT_BATCH_SIZE)
         return history
+
+    def fit_rows(self, rows, **kwargs) -> tuple[dict, int]:
+        """`TextTaskModel.fit_rows`; the thresholds go back to 0.5 (untuned for the new
+        weights) and the rows are kept for the baselines of `score`."""
+        if not any(ex.label for ex in rows):
+            raise ValueError("no text in y has a label; a multi-label classifier learns from "
+                             "texts with labels")
+        result = super().fit_rows(rows, **kwargs)
+        self.config = dataclasses.replace(self.config, thresholds=None)
+        self._serving = None
+        self._train_rows = tuple(rows)
+        return result
 
     def tune_thresholds(self, x, y, batch_size: int | None = None) -> dict:
         """Chooses each label's threshold on texts `x` with label lists `y` (the cut that
@@ -104,7 +109,5 @@ class MultiLabelClassifier(SentenceModel):
             raise ValueError("no text in the tuning data has a label; thresholds are tuned "
                              "on texts with labels")
         evaluation = self.score(rows, int(batch_size or PREDICT_BATCH))
-        spec = self.task_kind.tuned_spec(self.task_block(), evaluation)
-        self.config = self.config_class.from_block(spec)
-        self._serving = None
+        self.tune_on(evaluation)
         return evaluation

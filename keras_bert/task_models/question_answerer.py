@@ -13,6 +13,8 @@ answers "" where the null score wins.
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 
 from keras_bert.task_models.text_inputs import squad_examples
@@ -38,13 +40,15 @@ class QuestionAnswerer(TextTaskModel):
     def from_pretrained(cls, source: str, *, max_query_length: int | None = None,
                         doc_stride: int | None = None, version_2: bool = False,
                         seq_length: int = 384, rules: str | None = None,
-                        precision: str = "auto", seed: int | None = None):
+                        precision: str = "auto", seed: int | None = None,
+                        new_head: bool = False):
         """A question answerer on the encoder of `source` (sources: `pretrained_source`;
         a fine-tuned one's model directory loads whole). `max_query_length`: question
         tokens kept (default half of `seq_length`, at most 64); `doc_stride`: how far
         context windows advance (default half of `seq_length`, at most 128); `seed`: the
-        new head's initial weights (as `keras-bert finetune --seed`)."""
-        loaded, model_dir = cls.pretrained_source(source, rules, precision)
+        new head's initial weights (as `keras-bert finetune --seed`); `new_head`: a new
+        head even on a fine-tuned question answerer (its encoder only)."""
+        loaded, model_dir = cls.pretrained_source(source, rules, precision, new_head)
         if loaded is not None:
             return loaded
         config = SpanQAConfig(max_query_length, doc_stride, version_2)
@@ -52,6 +56,17 @@ class QuestionAnswerer(TextTaskModel):
         encoder, preprocessor = cls.encoder_and_preprocessor(model_dir, seq_length, precision,
                                                              seed)
         return cls(task_kind(cls.kind).build_model(encoder, block), preprocessor, None, config)
+
+    @classmethod
+    def for_job(cls, job, train: list):
+        """`keras-bert finetune --task squad`'s model: SQuAD v2.0 decoding when `train` has
+        unanswerable questions; the job's query length, stride and dropout."""
+        model = cls.from_pretrained(
+            job.model, max_query_length=job.max_query_length, doc_stride=job.doc_stride,
+            version_2=any(ex.is_impossible for ex in train), seq_length=job.seq_length,
+            rules=job.rules, precision=job.precision, seed=job.seed, new_head=True)
+        model.config = dataclasses.replace(model.config, dropout=job.dropout)
+        return model
 
     def rows(self, x, y) -> list:
         """`SquadExample`s of the pairs `x` with the answers `y`."""
@@ -71,7 +86,7 @@ class QuestionAnswerer(TextTaskModel):
         features = kind.features(rows, self.preprocessor, self.task_block())
         return kind.dataset(features, batch_size, seed), len(features["input_word_ids"])
 
-    def score(self, rows, batch_size) -> dict:
+    def score(self, rows, batch_size, train=None) -> dict:
         """Exact match and F1 of the export's answers (as `metrics.json`)."""
         return self.task_kind.score_questions(self.serving_module(), rows, batch_size)
 

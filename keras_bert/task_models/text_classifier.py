@@ -59,7 +59,8 @@ class SentenceModel(TextTaskModel):
                         pooling: str = "pooled", dropout: float | None = None,
                         seq_length: int = DEFAULT_SEQ_LENGTH,
                         reading: LongTextReading | str = "truncate", rules: str | None = None,
-                        precision: str = "auto", seed: int | None = None):
+                        precision: str = "auto", seed: int | None = None,
+                        new_head: bool = False):
         """A model on the encoder of `source` with a new head (sources:
         `pretrained_source`; a model directory of this kind, a fine-tuned model, loads
         whole). `labels`: the classifier's label names or their count; `pair`: reads
@@ -67,8 +68,9 @@ class SentenceModel(TextTaskModel):
         length; `reading`: texts longer than it are `"truncate"`d or read in `"windows"`
         (or a `LongTextReading` with the stride, window cap and aggregation);
         `precision`: a Keras dtype policy or `auto` (as `--precision auto`); `seed`: the
-        new head's initial weights (as `keras-bert finetune --seed`)."""
-        loaded, model_dir = cls.pretrained_source(source, rules, precision)
+        new head's initial weights (as `keras-bert finetune --seed`); `new_head`: a new head
+        even on a fine-tuned model of this kind (its encoder only)."""
+        loaded, model_dir = cls.pretrained_source(source, rules, precision, new_head)
         if loaded is not None:
             return loaded
         vocab = cls.label_vocab(labels)
@@ -79,6 +81,20 @@ class SentenceModel(TextTaskModel):
         block = config.block(cls.kind, seq_length, None if vocab is None else len(vocab))
         network = task_kind(cls.kind).build_model(encoder, block, vocab)
         return cls(network, preprocessor, vocab, config)
+
+    @classmethod
+    def for_job(cls, job, train: list):
+        """`keras-bert finetune`'s sentence model: the labels of `train` (for the labelled
+        kinds), the job's pair columns, pooling, dropout and long-text reading."""
+        labels = task_kind(cls.kind).label_vocab(train, job.train)
+        model = cls.from_pretrained(
+            job.model, None if labels is None else labels.names,
+            pair=job.text_b_column is not None, pooling=job.pooling, dropout=job.dropout,
+            seq_length=job.seq_length, reading=job.reading, rules=job.rules,
+            precision=job.precision, seed=job.seed, new_head=True)
+        model.config = dataclasses.replace(model.config, text_column=job.text_column,
+                                           text_b_column=job.text_b_column)
+        return model
 
     @classmethod
     def label_vocab(cls, labels):

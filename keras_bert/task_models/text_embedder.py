@@ -4,26 +4,38 @@ asked, L2 normalization).
     embedder = keras_bert.TextEmbedder.from_pretrained("models/minilm", pooling="mean",
                                                        normalize=True)
     embedder.predict(["Call me Ishmael."])["embedding"]     # [1, 384] float32
+    embedder.fit([(text, its_paraphrase), ...], epochs=1)  # in-batch negatives
     embedder.evaluate([(query, its_paraphrase), ...])      # paraphrase retrieval
     embedder.export("serving")                             # embedding, pooled_output
 
 `predict`, the export and `keras-bert encode` compute the vectors with the same function
 (the embed task kind's `serving_module`: the `BertEmbedder` the model was built as, its
-pooling and normalization). Not trained by `fit`: keras_bert has no embedding objective
-(such as an in-batch-negatives contrastive loss) yet.
+pooling and normalization). `fit` trains on `(text, paraphrase)` pairs with in-batch
+negatives (sentence-transformers' MultipleNegativesRankingLoss).
 """
 
 from __future__ import annotations
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.task_models.text_inputs import text_examples
 from keras_bert.task_models.text_task_model import TextTaskModel
 from keras_bert.tasks.embedder_config import EmbedderConfig
 from keras_bert.tasks.registry import task_kind
+from keras_bert.tasks.task import examples_dataset, featurise_in_chunks
 from keras_bert.text.sentence_windows import LongTextReading
+
+# sentence-transformers' MultipleNegativesRankingLoss scale: cosines in [-1, 1] become
+# logits in [-20, 20].
+SIMILARITY_SCALE = 20.0
+FEATURE_CHUNK = 1024  # pairs packed per TensorFlow call
+
+
+def _unit(vectors):
+    return vectors / keras.ops.maximum(keras.ops.norm(vectors, axis=-1, keepdims=True), 1e-12)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -57,16 +69,61 @@ class TextEmbedder(TextTaskModel):
         network = task_kind(cls.kind).build_model(encoder, config.block(cls.kind, seq_length))
         return cls(network, preprocessor, None, config)
 
-    def fit(self, *args, **kwargs):
-        """Not available: keras_bert has no training objective for embeddings yet."""
-        raise NotImplementedError(
-            "TextEmbedder.fit: keras_bert has no embedding training objective (such as an "
-            "in-batch-negatives contrastive loss) yet; embed with the pretrained weights, or "
-            "fine-tune a TextClassifier / TextRegressor for a labelled task")
+    def fit(self, x=None, y=None, validation_data=None, **kwargs):
+        """Trains the encoder for retrieval on `(text, paraphrase)` pairs `x` (no `y`), with
+        in-batch negatives: each text's paraphrase must score above the batch's other
+        paraphrases by the cosine of their vectors times `SIMILARITY_SCALE` (softmax cross
+        entropy: sentence-transformers' MultipleNegativesRankingLoss). `validation_data`:
+        pairs too. Texts are read truncated at the sequence length. Other arguments: as
+        `TextTaskModel.fit` (BERT's AdamW schedule, seeded batches, resumable)."""
+        if self.config.reading.windowed:
+            raise ValueError("a TextEmbedder reading long texts in windows is not trained: "
+                             "fit one built with reading='truncate'; windows apply to "
+                             "predict and the export")
+        if y is not None:
+            raise ValueError("TextEmbedder.fit takes (text, paraphrase) pairs as x and no y")
+        if validation_data is not None:
+            validation_data = (validation_data, None)
+        return super().fit(x, None, validation_data=validation_data, **kwargs)
+
+    def stream(self, rows, batch_size, seed=None, drop_remainder=False):
+        """`({"text": ids, "paraphrase": ids}, placeholder)` batches of the pairs `rows`,
+        each side packed alone at the training length (with `seed`: endless epochs, each
+        shuffled by `(seed, epoch)`)."""
+        def featurise(chunk):
+            return {f"{side}.{name}": value
+                    for side, field in (("text", "text"), ("paraphrase", "text_b"))
+                    for name, value in self.preprocessor(
+                        tf.constant([getattr(r, field) for r in chunk])).items()}
+
+        flat = featurise_in_chunks(rows, FEATURE_CHUNK, featurise)
+        features = {side: {name.split(".", 1)[1]: value for name, value in flat.items()
+                           if name.startswith(side + ".")} for side in ("text", "paraphrase")}
+        placeholder = np.zeros(len(rows), np.int32)
+        return examples_dataset(features, placeholder, batch_size, seed,
+                                drop_remainder), len(rows)
+
+    def call(self, inputs, training=False):
+        """The vectors of packed ids; for training pairs (`{"text", "paraphrase"}`),
+        `[2, batch, dim]`: both sides through the network as one batch."""
+        if "paraphrase" not in inputs:
+            return super().call(inputs, training=training)
+        both = {k: keras.ops.concatenate([inputs["text"][k], inputs["paraphrase"][k]], 0)
+                for k in inputs["text"]}
+        vectors = self.network(both, training=training)
+        return keras.ops.stack(keras.ops.split(vectors, 2, axis=0))
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """In-batch negatives: softmax cross entropy of each text against every
+        paraphrase of its batch, logits the cosines times `SIMILARITY_SCALE`."""
+        text, paraphrase = (_unit(keras.ops.cast(v, "float32")) for v in (y_pred[0], y_pred[1]))
+        logits = SIMILARITY_SCALE * keras.ops.matmul(text, keras.ops.transpose(paraphrase))
+        targets = keras.ops.arange(keras.ops.shape(logits)[0])
+        return keras.ops.mean(keras.losses.sparse_categorical_crossentropy(
+            targets, logits, from_logits=True))
 
     def get_compile_config(self):
-        """None: an embedder is not compiled for training (a `.keras` file holds no
-        optimizer for it)."""
+        """None: a `.keras` file of an embedder holds no optimizer (recompile to train on)."""
         return None
 
     def rows(self, x, y) -> list:
@@ -76,7 +133,7 @@ class TextEmbedder(TextTaskModel):
                              "no y")
         return text_examples(x, pair=True)
 
-    def score(self, rows, batch_size) -> dict:
+    def score(self, rows, batch_size, train=None) -> dict:
         """Paraphrase retrieval: each text's vector ranks every pair's paraphrase by cosine
         similarity. `retrieval_accuracy`: the share ranked first by its own text;
         `pair_cosine` / `other_cosine`: the mean cosine of the pairs and of the rest."""

@@ -74,20 +74,29 @@ class TextTaskModel(keras.Model):
                                  None if self.labels is None else len(self.labels))
 
     @classmethod
-    def pretrained_source(cls, source: str, rules: str | None = None, precision: str = "auto"):
+    def pretrained_source(cls, source: str, rules: str | None = None, precision: str = "auto",
+                          new_head: bool = False):
         """`(loaded, model_dir)` for `from_pretrained`: a model directory of this kind loads
-        whole (`loaded`; `model_dir` None); any other source gives the `ModelDir` to build
-        on. Sources: a keras_bert model directory, any checkpoint `keras-bert convert`
-        reads (Google, Hugging Face, keras-hub preset), or a preset name (`tiny` ...
-        `large`: random weights, the package's 8k uncased vocabulary)."""
+        whole (`loaded`; `model_dir` None) unless `new_head`; any other source gives the
+        `ModelDir` to build on. Sources: a keras_bert model directory, any checkpoint
+        `keras-bert convert` reads (Google, Hugging Face, keras-hub preset), or a preset
+        name (`tiny` ... `large`: random weights, the package's 8k uncased vocabulary)."""
         from keras_bert.checkpoints.model_dir import load_model_dir
         from keras_bert.task_models.sources import pretrained_model_dir
 
         source_dir = pretrained_model_dir(source)
         model_dir = load_model_dir(source_dir).with_rules(rules)
-        if (model_dir.metadata.get("task") or {}).get("kind") == cls.kind:
+        if not new_head and (model_dir.metadata.get("task") or {}).get("kind") == cls.kind:
             return cls.load(source_dir, rules=rules, precision=precision), None
         return None, model_dir
+
+    @classmethod
+    def for_job(cls, job, train: list):
+        """The untrained model `keras-bert finetune` fits for `job` (a
+        `keras_bert.task_models.finetune_job.FinetuneJob`): a new head on the encoder of
+        `job.model`, sized for the training rows `train` (their labels). Subclasses map the
+        job's settings onto `from_pretrained`."""
+        raise NotImplementedError(f"{cls.__name__} is not fine-tuned by `keras-bert finetune`")
 
     @staticmethod
     def encoder_and_preprocessor(model_dir, seq_length: int, precision: str = "auto",
@@ -153,13 +162,23 @@ class TextTaskModel(keras.Model):
         number of training examples they hold (windows, for windowed kinds)."""
         raise NotImplementedError
 
-    def score(self, rows: list, batch_size: int) -> dict:
-        """The task metrics on `rows` (those of `keras-bert finetune`'s `metrics.json`)."""
+    def score(self, rows: list, batch_size: int, train: list | None = None) -> dict:
+        """The task metrics on `rows` (those of `keras-bert finetune`'s `metrics.json`;
+        `train`: the training rows, for the baselines of kinds that report them)."""
         raise NotImplementedError
 
     def requests(self, x) -> dict[str, list[str]]:
         """The `serving_default` inputs for `x`."""
         raise NotImplementedError
+
+    def tune_on(self, evaluation: dict | None) -> None:
+        """Keeps the settings the kind chooses on an evaluation (`Task.tuned_spec`: the
+        multi-label thresholds) for `predict`, `save` and `export`."""
+        block = self.task_block()
+        spec = self.task_kind.tuned_spec(block, evaluation)
+        if spec != block:
+            self.config = self.config_class.from_block(spec)
+            self._serving = None
 
     @property
     def task_kind(self):
@@ -227,15 +246,42 @@ class TextTaskModel(keras.Model):
         if "steps_per_epoch" in kwargs or "shuffle" in kwargs:
             raise TypeError("fit sets steps_per_epoch (the batches in the data) and its own "
                             "seeded shuffle (seed=)")
-        if int(epochs) < 1:
-            raise ValueError(f"epochs must be at least 1, got {epochs}")
         if checkpoint_dir is not None and seed is None:
             raise ValueError("a resumable fit (checkpoint_dir=) needs seed=, so that the "
                              "resumed run sees the batches the interrupted one would have")
         batch_size = int(batch_size or DEFAULT_BATCH_SIZE)
         rows = self.rows(x, y)
+        validation_rows = (None if validation_data is None
+                           else self.rows(*_pair_of(validation_data)))
         if seed is None:
             seed = int(np.random.randint(0, 2**31 - 1))
+        checkpoint = None
+        if checkpoint_dir is not None:
+            sized = not self.compiled or self._sized_optimizer
+            checkpoint = ResumableCheckpoint(
+                checkpoint_dir, every_steps=checkpoint_steps,
+                every_seconds=60.0 * checkpoint_minutes, arguments={
+                    "data": _fingerprint(rows), "epochs": int(epochs),
+                    "batch_size": batch_size, "seed": int(seed), "task": self.task_block(),
+                    "optimizer": ({"FitSchedule": dataclasses.asdict(self.schedule)} if sized
+                                  else _describe(self.optimizer))})
+        history = keras.callbacks.History()
+        history.history, _ = self.fit_rows(rows, batch_size=batch_size, epochs=epochs,
+                                        seed=int(seed), validation_rows=validation_rows,
+                                        checkpoint=checkpoint, **kwargs)
+        return history
+
+    def fit_rows(self, rows: list, *, batch_size: int, epochs: int, seed: int,
+                 validation_rows: list | None = None, checkpoint=None,
+                 **fit_kwargs) -> tuple[dict, int]:
+        """The training loop of `fit` and of `keras-bert finetune`: `epochs` passes over
+        `rows` (the kind's rows, as `rows(x, y)` or the kind's file reader gives them) in
+        batches shuffled by `(seed, epoch)`, under the compiled optimizer or `FitSchedule`'s
+        AdamW sized from these steps, resumed from `checkpoint` (a `ResumableCheckpoint`,
+        also saving as it goes) when it holds a state. Returns the epochs' logs and the
+        number of packed examples an epoch holds (one per row, or per window)."""
+        if int(epochs) < 1:
+            raise ValueError(f"epochs must be at least 1, got {epochs}")
         # TPUs compile for one batch shape: there the last, partial batch is dropped (not
         # verified on a TPU here; MirroredStrategy and one device keep every example).
         static = isinstance(self.distribute_strategy, tf.distribute.TPUStrategy)
@@ -244,28 +290,16 @@ class TextTaskModel(keras.Model):
         if steps < 1:
             raise ValueError(f"{count} examples do not fill one batch of {batch_size}")
         sized = not self.compiled or self._sized_optimizer
-        checkpoint = None
-        if checkpoint_dir is not None:
-            checkpoint = ResumableCheckpoint(
-                checkpoint_dir, every_steps=checkpoint_steps,
-                every_seconds=60.0 * checkpoint_minutes, arguments={
-                    "data": _fingerprint(rows), "epochs": int(epochs),
-                    "batch_size": batch_size, "seed": int(seed), "task": self.task_block(),
-                    "optimizer": _describe(self.schedule.optimizer(steps * int(epochs))
-                                           if sized else self.optimizer)})
         start = prepare_fit(self, self.task_kind, self.schedule if sized else None,
                             steps * int(epochs), checkpoint)
         self._sized_optimizer = sized
-        if validation_data is not None:
-            validation_data = self.stream(self.rows(*_pair_of(validation_data)),
-                                          batch_size)[0]
-        history = keras.callbacks.History()
-        history.history = fit_from_step(
-            self, stream, epochs=int(epochs), steps_per_epoch=steps, start_step=start,
-            validation_data=validation_data,
-            callbacks=[*([checkpoint] if checkpoint else []), *kwargs.pop("callbacks", [])],
-            **kwargs)
-        return history
+        validation = (None if validation_rows is None
+                      else self.stream(validation_rows, batch_size)[0])
+        callbacks = [*([checkpoint] if checkpoint else []), *fit_kwargs.pop("callbacks", [])]
+        logs = fit_from_step(self, stream, epochs=int(epochs), steps_per_epoch=steps,
+                             start_step=start, validation_data=validation, callbacks=callbacks,
+                             **fit_kwargs)
+        return logs, count
 
     def evaluate(self, x=None, y=None, batch_size: int | None = None, **kwargs):
         """The task metrics on texts `x` with targets `y` (a dict: those of
@@ -297,9 +331,10 @@ class TextTaskModel(keras.Model):
 
     # ----- files --------------------------------------------------------------------------
 
-    def save(self, filepath, overwrite: bool = True, **kwargs):
+    def save(self, filepath, overwrite: bool = True, metadata: dict | None = None, **kwargs):
         """`*.keras`: Keras' archive (`keras.saving.load_model` reads it). Otherwise the
-        keras_bert model directory that `keras-bert predict / export` and `load` read."""
+        keras_bert model directory that `keras-bert predict / export` and `load` read
+        (`metadata`: provenance recorded beside the task block)."""
         if str(filepath).endswith(".keras"):
             return super().save(filepath, overwrite=overwrite, **kwargs)
         from keras_bert.checkpoints.task_dir import save_task_model
@@ -312,7 +347,7 @@ class TextTaskModel(keras.Model):
             with open(vocab, "w", encoding="utf-8") as f:
                 f.write("".join(token + "\n" for token in tokenizer.vocab))
             return save_task_model(self.network, str(filepath), vocab, tokenizer.lower_case,
-                                   self.task_block(), self.labels,
+                                   self.task_block(), self.labels, metadata=metadata,
                                    preprocessor=self.preprocessor).path
 
     def export(self, base_dir: str, **options) -> str:

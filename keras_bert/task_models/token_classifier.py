@@ -40,13 +40,14 @@ class TokenClassifier(TextTaskModel):
     def from_pretrained(cls, source: str, labels=None, *, doc_stride: int | None = None,
                         dropout: float | None = None, seq_length: int = DEFAULT_SEQ_LENGTH,
                         rules: str | None = None, precision: str = "auto",
-                        seed: int | None = None):
+                        seed: int | None = None, new_head: bool = False):
         """A tagger on the encoder of `source` with a new head (sources:
         `pretrained_source`; a fine-tuned tagger's model directory loads whole). `labels`:
         the tag names; `doc_stride`: how far windows over long sentences advance (default
         half of `seq_length`, at most 128); `seed`: the new head's initial weights (as
-        `keras-bert finetune --seed`)."""
-        loaded, model_dir = cls.pretrained_source(source, rules, precision)
+        `keras-bert finetune --seed`); `new_head`: a new head even on a fine-tuned tagger
+        (its encoder only)."""
+        loaded, model_dir = cls.pretrained_source(source, rules, precision, new_head)
         if loaded is not None:
             return loaded
         if labels is None:
@@ -58,6 +59,16 @@ class TokenClassifier(TextTaskModel):
         network = task_kind(cls.kind).build_model(
             encoder, config.block(cls.kind, seq_length, len(vocab)), vocab)
         return cls(network, preprocessor, vocab, config)
+
+    @classmethod
+    def for_job(cls, job, train: list):
+        """`keras-bert finetune --task tag`'s tagger: the tag set of `train`, the job's
+        stride and dropout."""
+        labels = task_kind(cls.kind).label_vocab(train, job.train)
+        return cls.from_pretrained(job.model, labels.names, doc_stride=job.doc_stride,
+                                   dropout=job.dropout, seq_length=job.seq_length,
+                                   rules=job.rules, precision=job.precision, seed=job.seed,
+                                   new_head=True)
 
     def rows(self, x, y) -> list[TaggedSentence]:
         """Tagged sentences of `x` (sentences) and `y` (one tag list per sentence)."""
@@ -75,7 +86,7 @@ class TokenClassifier(TextTaskModel):
         features = kind.features(rows, self.labels, self.preprocessor, self.task_block())
         return kind.dataset(features, batch_size, seed), len(features["labels"])
 
-    def score(self, rows, batch_size) -> dict:
+    def score(self, rows, batch_size, train=None) -> dict:
         """Entity precision, recall and F1 of the export's tags (as `metrics.json`)."""
         return self.task_kind.score_sentences(self.serving_module(), rows, batch_size)
 

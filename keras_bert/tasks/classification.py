@@ -21,7 +21,6 @@ from keras_bert.tasks.serving_outputs import classification_outputs, regression_
 from keras_bert.tasks.task import (
     PREDICT_BATCH,
     Task,
-    TaskData,
     examples_dataset,
     featurise_in_chunks,
     run_in_batches,
@@ -71,32 +70,12 @@ class SentenceTask(Task):
         return BertClassifier(encoder, self.num_outputs(labels), dropout=config.dropout,
                               pooling=config.pooling)
 
-    def data(self, job, preprocessor) -> TaskData:
-        """Rows of `job.train` / `job.eval` mapped through `preprocessor` (read as
-        `job.reading` says: truncated, or in windows)."""
-        columns = dict(text_column=job.text_column, text_b_column=job.text_b_column,
-                       label_column=job.label_column, task=self.reader_kind)
-        train = readers.read_examples(job.train, **columns)
-        labels = self.label_vocab(train, job.train)
-        config = SentenceTaskConfig(pair=job.text_b_column is not None, pooling=job.pooling,
-                                    dropout=job.dropout, text_column=job.text_column,
-                                    text_b_column=job.text_b_column, reading=job.reading)
-        train_ds, num_train = self.rows_dataset(train, preprocessor, labels, config.reading,
-                                                job.batch_size, shuffle_seed=job.seed)
-        spec = {**config.block(self.name, job.seq_length,
-                               None if labels is None else len(labels)),
-                **self.untuned_settings(labels)}
-        if not job.eval:
-            return TaskData(train_ds, num_train, None, 0, None, labels, spec)
-        evaluation = readers.read_examples(job.eval, labels=labels, **columns)
-        eval_ds, num_eval = self.rows_dataset(evaluation, preprocessor, labels, config.reading,
-                                              job.batch_size)
-
-        def evaluate(model) -> dict:
-            return self.score_rows(model, preprocessor, config.reading, evaluation, labels,
-                                   train, job.batch_size)
-
-        return TaskData(train_ds, num_train, eval_ds, num_eval, evaluate, labels, spec)
+    def read_rows(self, path: str, job, labels=None) -> list:
+        """`TextExample`s of the file `path` in `job`'s text, text-b and label columns."""
+        return readers.read_examples(path, text_column=job.text_column,
+                                     text_b_column=job.text_b_column,
+                                     label_column=job.label_column, task=self.reader_kind,
+                                     labels=labels)
 
     def rows_dataset(self, rows, preprocessor, labels, reading: LongTextReading,
                      batch_size: int, shuffle_seed: int | None = None,

@@ -29,6 +29,11 @@ class EmbedTask(Task):
         config = EmbedderConfig.from_block(spec)
         return BertEmbedder(encoder, pooling=config.pooling, normalize=config.normalize)
 
+    def compile(self, model, optimizer) -> None:
+        """No Keras loss: the `TextEmbedder` brings its in-batch-negatives loss
+        (`TextEmbedder.compute_loss`)."""
+        model.compile(optimizer=optimizer, jit_compile=False)
+
     def serving_module(self, model, preprocessor, labels, spec: dict, pooling=None,
                        **options):
         """`embedding` (the model's vector; `pooling` replaces its pooling, keeping its

@@ -17,12 +17,10 @@ import tensorflow as tf
 from keras_bert.models.span_qa import BertSpanQA
 from keras_bert.tasks import metrics, squad
 from keras_bert.tasks.readers import json_objects, no_rows, stdin_lines
-from keras_bert.tasks.span_qa_config import SpanQAConfig
 from keras_bert.tasks.span_qa_serving import SpanQAServingModule
 from keras_bert.tasks.task import (
     PREDICT_BATCH,
     Task,
-    TaskData,
     examples_dataset,
     featurise_in_chunks,
     run_in_batches,
@@ -69,27 +67,9 @@ class SpanQATask(Task):
         inputs = {k: v for k, v in features.items() if k not in targets}
         return examples_dataset(inputs, targets, batch_size, shuffle_seed)
 
-    def data(self, job, preprocessor) -> TaskData:
-        """Windows of `job.train` / `job.eval`; the eval metric runs the export's function."""
-        train = squad.read_squad(job.train)
-        spec = SpanQAConfig(job.max_query_length, job.doc_stride,
-                            any(ex.is_impossible for ex in train), job.dropout).block(
-            self.name, job.seq_length)
-        features = self.features(train, preprocessor, spec)
-        windows = len(features["input_word_ids"])
-        train_ds = self.dataset(features, job.batch_size, shuffle_seed=job.seed)
-        if not job.eval:
-            return TaskData(train_ds, windows, None, 0, None, None, spec)
-        evaluation = squad.read_squad(job.eval)
-        eval_features = self.features(evaluation, preprocessor, spec)
-        eval_ds = self.dataset(eval_features, job.batch_size)
-
-        def evaluate(model) -> dict:
-            module = self.serving_module(model, preprocessor.with_length(None), None, spec)
-            return self.score_questions(module, evaluation, job.batch_size)
-
-        return TaskData(train_ds, windows, eval_ds, len(eval_features["input_word_ids"]),
-                        evaluate, None, spec)
+    def read_rows(self, path: str, job, labels=None) -> list:
+        """`SquadExample`s of the SQuAD JSON file `path`."""
+        return squad.read_squad(path)
 
     def score_questions(self, module, examples, batch_size: int = PREDICT_BATCH) -> dict:
         """The official exact match and F1 of the answers the export's function (`module`)

@@ -25,7 +25,6 @@ from keras_bert.tasks.tagger_serving import TaggerServingModule
 from keras_bert.tasks.task import (
     PREDICT_BATCH,
     Task,
-    TaskData,
     examples_dataset,
     featurise_in_chunks,
     run_in_batches,
@@ -81,28 +80,17 @@ class TagTask(Task):
         inputs = {k: v for k, v in features.items() if k != "labels"}
         return examples_dataset(inputs, features["labels"], batch_size, shuffle_seed)
 
-    def data(self, job, preprocessor) -> TaskData:
-        """Windows of `job.train` / `job.eval`; the eval metric runs the export's function."""
-        train = conll.read_conll(job.train)
-        labels = conll.tag_vocab(train)
-        spec = TaggerConfig(doc_stride=job.doc_stride, dropout=job.dropout).block(
-            self.name, job.seq_length, len(labels))
-        features = _in_file(job.train, self.features, train, labels, preprocessor, spec)
-        windows = len(features["labels"])
-        train_ds = self.dataset(features, job.batch_size, shuffle_seed=job.seed)
-        if not job.eval:
-            return TaskData(train_ds, windows, None, 0, None, labels, spec)
-        evaluation = conll.read_conll(job.eval)
-        eval_features = _in_file(job.eval, self.features, evaluation, labels, preprocessor,
-                                 spec)
-        eval_ds = self.dataset(eval_features, job.batch_size)
+    def read_rows(self, path: str, job, labels=None) -> list:
+        """`TaggedSentence`s of the CoNLL file `path`; with `labels`, every tag in them."""
+        sentences = conll.read_conll(path)
+        if labels is not None:
+            for sentence in sentences:
+                _in_file(path, _tag_ids, sentence, labels)
+        return sentences
 
-        def evaluate(model) -> dict:
-            module = self.serving_module(model, preprocessor.with_length(None), labels, spec)
-            return self.score_sentences(module, evaluation, job.batch_size)
-
-        return TaskData(train_ds, windows, eval_ds, len(eval_features["labels"]), evaluate,
-                        labels, spec)
+    def label_vocab(self, rows: list, source: str):
+        """The sorted tag set of the training sentences."""
+        return conll.tag_vocab(rows)
 
     def score_sentences(self, module, sentences, batch_size: int = PREDICT_BATCH) -> dict:
         """Entity `precision`, `recall`, `f1` and `per_type` of the tags the export's

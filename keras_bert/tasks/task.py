@@ -10,9 +10,7 @@ it back to the class. Nothing else compares task names.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import tensorflow as tf
@@ -20,32 +18,12 @@ import tensorflow as tf
 PREDICT_BATCH = 32
 
 
-@dataclasses.dataclass
-class TaskData:
-    """A task's training data and its evaluation.
-
-    `train`: endless shuffled `(inputs, targets)` batches, `ceil(num_train / batch)` per
-    epoch, batch k a function of k alone (`epoch_shuffled_batches`); `eval`: `(inputs, targets)` batches in
-    order (validation loss) or `None`; `evaluate(model)`: the task metrics on
-    the eval set; `labels`: the label vocabulary (classify, tag); `spec`: the task block of
-    the model directory (`kind`, `seq_length`, ...).
-    """
-
-    train: tf.data.Dataset
-    num_train: int
-    eval: tf.data.Dataset | None
-    num_eval: int
-    evaluate: Callable | None
-    labels: Any
-    spec: dict
-
-
 class Task:
     """One kind of task. Subclasses set `name` and implement the methods below.
 
     `spec` is the task block of a model directory (`metadata.task`: `kind`, `seq_length`
     and the kind's settings); `labels` a `LabelVocab` or None; `job` a
-    `keras_bert.training.FinetuneJob` (read for its fields only).
+    `keras_bert.task_models.finetune_job.FinetuneJob` (read for its fields only).
     """
 
     name: ClassVar[str] = ""
@@ -57,9 +35,17 @@ class Task:
         """The task model (untrained head) around `encoder`."""
         raise NotImplementedError
 
-    def data(self, job, preprocessor) -> TaskData:
-        """The training (and evaluation) data of `job`, featurised by `preprocessor`."""
+    def read_rows(self, path: str, job, labels=None) -> list:
+        """The rows of the training or evaluation file `path` as `job` names its columns
+        (`TextExample`, `TaggedSentence`, `SquadExample`: what the kind's task model's
+        `rows(x, y)` gives); with `labels`, a row with another label is an error naming the
+        file."""
         raise NotImplementedError(f"the {self.name!r} task is not fine-tuned")
+
+    def label_vocab(self, rows: list, source: str):
+        """The label vocabulary of the training rows (labelled kinds; `source` names them in
+        errors), or None."""
+        return None
 
     def compile(self, model, optimizer) -> None:
         """Compiles `model` with the task's loss and Keras metrics (no XLA)."""
@@ -123,7 +109,7 @@ def examples_dataset(inputs: dict, targets, batch_size: int,
     """`(inputs, targets)` batches of featurised examples: one pass in order, or, with
     `shuffle_seed`, endless shuffled epochs (`epoch_shuffled_batches`)."""
     if shuffle_seed is not None:
-        count = len(next(iter(inputs.values())))
+        count = len(tf.nest.flatten(inputs)[0])
         return epoch_shuffled_batches((inputs, targets), count, batch_size, shuffle_seed,
                                       drop_remainder)
     return tf.data.Dataset.from_tensor_slices((inputs, targets)).batch(

@@ -31,7 +31,7 @@ from keras_bert.models.classifier import BertClassifier
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
 from keras_bert.tasks import readers
 from keras_bert.tasks.classification import ClassifyTask
-from keras_bert.training.finetune_job import write_json
+from keras_bert.training.json_output import write_json
 from keras_bert.training.optimizer import build_optimizer, create_optimizer
 from keras_bert.training.plots import plot_history
 

@@ -127,19 +127,28 @@ def load_history(path: str, epochs: int) -> dict:
 
 
 class HistoryFile(keras.callbacks.Callback):
-    """Appends each epoch's logs to `history` and rewrites `path` atomically."""
+    """Appends each epoch's logs to `history` and rewrites `path` atomically.
 
-    def __init__(self, path: str, history: dict):
+    `history` None: the logs of the epochs before the first one this run ends are read
+    from `path` then (a resumed run keeps the logs of the epochs it does not repeat)."""
+
+    def __init__(self, path: str, history: dict | None = None):
         super().__init__()
         self.path = path
         self.history = history
 
     def on_epoch_end(self, epoch, logs=None):
+        if self.history is None:
+            self.history = load_history(self.path, epoch)
         for key, value in (logs or {}).items():
             self.history.setdefault(key, []).append(float(np.asarray(value)))
         with open(self.path + ".tmp", "w", encoding="utf-8") as f:
             json.dump(self.history, f)
         os.replace(self.path + ".tmp", self.path)
+
+    def logs(self, epochs: int) -> dict:
+        """The logs of all `epochs` epochs (from `path` if this run ended none)."""
+        return self.history if self.history is not None else load_history(self.path, epochs)
 
 
 __all__ = ["HistoryFile", "ResumeMismatch", "check_same_arguments", "file_fingerprint",

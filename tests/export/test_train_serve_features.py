@@ -5,7 +5,7 @@ Each case fine-tunes a tiny model for one epoch with `run_finetuning` on hard st
 tokenizer's hard cases) and real text (the embedded corpus), exports the result, and
 compares, on the same strings:
 
-- the training path: the `tf.data` batches `finetuning_inputs` builds (what `model.fit`
+- the training path: the `tf.data` batches the job's task model streams (what `model.fit`
   receives), with the export's `preprocess` signature run by TF Serving's loader path
   (`SessionBundle`): identical ids, masks and segment ids, padded to the training length
   (`--seq-length` export) or to each batch's longest text (default export); for taggers,
@@ -27,7 +27,7 @@ from keras_bert.cli import main
 from keras_bert.data.corpus import default_corpus_files
 from keras_bert.export.exporter import export_model
 from keras_bert.export.session_bundle import SessionBundle
-from keras_bert.training.finetune_job import FinetuneJob, finetuning_inputs, run_finetuning
+from keras_bert.task_models.finetune_job import FinetuneJob, finetuning_model, run_finetuning
 from tests.export.helpers import make_tiny_model_dir
 from tests.text.test_tokenizer import HARD_CASES
 
@@ -84,9 +84,14 @@ def finetuned(request, tmp_path_factory):
 
 
 def _training_features(job) -> dict[str, np.ndarray]:
-    _, _, data = finetuning_inputs(job)
-    batches = [x for x, _ in data.eval.as_numpy_iterator()]  # the eval file, in order
+    batches = [x for x, _ in _eval_stream(job).as_numpy_iterator()]  # the eval file, in order
     return {k: np.concatenate([b[k] for b in batches]) for k in INPUTS}
+
+
+def _eval_stream(job):
+    """The batches `keras-bert finetune` validates on: its eval file's rows, in order."""
+    model, _, evaluation = finetuning_model(job)
+    return model.stream(evaluation, job.batch_size)[0]
 
 
 def _request(texts, texts_b) -> dict:
@@ -197,8 +202,7 @@ def finetuned_windows(request, tmp_path_factory):
 
 def test_windows_trained_on_are_the_exports(finetuned_windows):
     job, inputs, _, _, export = finetuned_windows
-    _, _, data = finetuning_inputs(job)
-    batches = list(data.eval.as_numpy_iterator())
+    batches = list(_eval_stream(job).as_numpy_iterator())
     trained = {k: np.concatenate([x[k] for x, _ in batches]) for k in INPUTS}
     request = {k: np.asarray(v, object) for k, v in inputs.items()}
     with SessionBundle(export) as bundle:

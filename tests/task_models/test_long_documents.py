@@ -223,7 +223,8 @@ def test_the_command_line_reads_in_windows_too(tmp_path, capsys):
     assert model.config.reading == LongTextReading("windows", 8, 4, "max")
     texts = [text for text, _ in rows]
     read = model.predict(texts)
-    assert metrics["train_examples"] == int(read["num_windows"].sum()) > len(rows)
+    assert metrics["train_windows"] == int(read["num_windows"].sum()) > len(rows)
+    assert metrics["train_examples"] == len(rows)
     assert main(["predict", str(out / "model"), "--input", str(data)]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["num_windows"] for line in lines] == read["num_windows"].tolist()

@@ -20,8 +20,8 @@ import pytest
 
 from keras_bert import FitSchedule, MultiLabelClassifier
 from keras_bert.export.session_bundle import SessionBundle
+from keras_bert.task_models.finetune_job import FinetuneJob, load_task_model, run_finetuning
 from keras_bert.tasks.multilabel_metrics import multilabel_baselines, multilabel_f1
-from keras_bert.training.finetune_job import FinetuneJob, load_task_model, run_finetuning
 from tests.training.test_finetune_multilabel import _rows
 
 LABELS = ["capital", "whale"]

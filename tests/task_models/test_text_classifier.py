@@ -16,7 +16,7 @@ import pytest
 
 from keras_bert import FitSchedule, TextClassifier, TextRegressor
 from keras_bert.export.session_bundle import SessionBundle
-from keras_bert.training.finetune_job import FinetuneJob, load_task_model, run_finetuning
+from keras_bert.task_models.finetune_job import FinetuneJob, load_task_model, run_finetuning
 from tests.training.test_finetune import FILLER
 
 LABELS = ["other", "whale"]

@@ -17,13 +17,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert import TextEmbedder
+from keras_bert import FitSchedule, TextEmbedder
 from keras_bert.checkpoints import load_model_dir
 from keras_bert.checkpoints.task_dir import load_task_model
 from keras_bert.cli import main
 from keras_bert.export.exporter import export_model
 from keras_bert.export.session_bundle import SessionBundle
-from tests.training.test_finetune import FILLER
+from keras_bert.task_models.text_embedder import SIMILARITY_SCALE
+from tests.training.test_finetune import FILLER, WORDS
 
 TEXTS = ["the whale swam", "a ship sailed far", "", "whale " * 40, "the sea the sea"]
 
@@ -124,7 +125,10 @@ def test_retrieval_scores_paraphrases(embedder):
 
 
 @pytest.mark.parametrize("call, error, match", [
-    (lambda e: e.fit(["a"]), NotImplementedError, "no embedding training objective"),
+    (lambda e: e.fit([("a", "b"), ("c", "d")], [1, 0]), ValueError, "no y"),
+    (lambda e: e.fit(["a", "b"]), ValueError, "pair"),
+    (lambda e: TextEmbedder.from_pretrained("tiny", reading="windows", seq_length=16).fit(
+        [("a", "b"), ("c", "d")]), ValueError, "reading='truncate'"),
     (lambda e: e.evaluate([("a", "b"), ("c", "d")], [1, 0]), ValueError, "no y"),
     (lambda e: e.evaluate([("a", "b")]), ValueError, "at least 2 pairs"),
     (lambda e: TextEmbedder.from_pretrained("tiny", pooling="max"), ValueError,
@@ -133,3 +137,51 @@ def test_retrieval_scores_paraphrases(embedder):
 def test_bad_use_gets_one_clear_error(embedder, call, error, match):
     with pytest.raises(error, match=match):
         call(embedder)
+
+
+# The learning task (the rule): a text is 5 words drawn from the first half of the test
+# vocabulary's words; its paraphrase is the same text with every word replaced by its image
+# under a fixed bijection onto the second half. The two sides share no word, so an untrained
+# encoder's vectors barely retrieve the paraphrase (chance: 1 / pairs); learning the
+# bijection retrieves it. Control: the same training on shuffled pairs (each text with
+# another text's paraphrase) teaches nothing that retrieves held-out pairs.
+_WORDS = [w for w in WORDS if w.isalpha()]
+_SOURCE, _IMAGE = _WORDS[:len(_WORDS) // 2], _WORDS[len(_WORDS) // 2:2 * (len(_WORDS) // 2)]
+_MAP = dict(zip(_SOURCE, _IMAGE, strict=True))
+
+
+def _mapped_pairs(count: int, seed: int) -> list[tuple[str, str]]:
+    rng = np.random.default_rng(seed)
+    texts = [" ".join(rng.choice(_SOURCE, 5)) for _ in range(count)]
+    return [(t, " ".join(_MAP[w] for w in t.split())) for t in texts]
+
+
+def _fitted_retrieval(model_dir, pairs, held_out) -> tuple[float, float, list]:
+    keras.utils.set_random_seed(0)  # dropout
+    embedder = TextEmbedder.from_pretrained(model_dir, pooling="mean", seq_length=8,
+                                            precision="float32")
+    before = embedder.evaluate(held_out)["retrieval_accuracy"]
+    embedder.compile(schedule=FitSchedule(learning_rate=3e-3))
+    history = embedder.fit(pairs, epochs=2, batch_size=32, seed=1,
+                           validation_data=held_out)
+    return before, embedder.evaluate(held_out)["retrieval_accuracy"], history.history
+
+
+def test_fit_learns_paraphrases_with_in_batch_negatives(model_dir):
+    train, held_out = _mapped_pairs(512, seed=1), _mapped_pairs(64, seed=2)
+    before, after, history = _fitted_retrieval(model_dir, train, held_out)
+    assert before < 0.3 and after > 0.8, (before, after)
+    assert history["loss"][-1] < history["loss"][0] and "val_loss" in history
+    shuffled = [(t, train[(i + 1) % len(train)][1]) for i, (t, _) in enumerate(train)]
+    _, control, _ = _fitted_retrieval(model_dir, shuffled, held_out)
+    assert control < 0.3, control
+
+
+def test_the_loss_is_softmax_cross_entropy_over_scaled_cosines(embedder):
+    rng = np.random.default_rng(0)
+    text, paraphrase = rng.normal(size=(2, 5, 32)).astype(np.float32)
+    got = float(embedder.compute_loss(y_pred=np.stack([text, paraphrase])))
+    unit = [v / np.linalg.norm(v, axis=1, keepdims=True) for v in (text, paraphrase)]
+    logits = SIMILARITY_SCALE * unit[0] @ unit[1].T
+    log_softmax = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    assert got == pytest.approx(-np.mean(np.diag(log_softmax)), rel=1e-5)

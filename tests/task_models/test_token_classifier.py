@@ -14,7 +14,7 @@ import pytest
 
 from keras_bert import FitSchedule, TokenClassifier
 from keras_bert.export.session_bundle import SessionBundle
-from keras_bert.training.finetune_job import FinetuneJob, load_task_model, run_finetuning
+from keras_bert.task_models.finetune_job import FinetuneJob, load_task_model, run_finetuning
 from tests.training.test_finetune import _iob2_spans, _tagged_sentence, _write_conll
 
 TAGS = ["B-LOC", "B-PER", "I-PER", "O"]

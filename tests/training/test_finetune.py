@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from keras_bert.cli import main
-from keras_bert.training.finetune_job import FinetuneJob, load_task_model, run_finetuning
+from keras_bert.task_models.finetune_job import FinetuneJob, load_task_model, run_finetuning
 
 FILLER = ["the", "ship", "sea", "sailed", "over", "a", "calm", "grey", "morning", "crew",
           "sang", "of", "home", "and", "wind", "is", "what", "?", "."]

@@ -19,7 +19,7 @@ import pytest
 
 from keras_bert.export.exporter import export_model
 from keras_bert.export.session_bundle import SessionBundle
-from keras_bert.training.finetune_job import eval_line, load_task_model
+from keras_bert.task_models.finetune_job import eval_line, load_task_model
 from tests.training.test_finetune import FAST, FILLER, _json_lines, _run, _write_csv
 
 LABELS = ["capital", "whale"]

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from keras_bert.cli import main
-from keras_bert.training.finetune_job import FinetuneJob, run_finetuning
+from keras_bert.task_models.finetune_job import FinetuneJob, run_finetuning
 from keras_bert.training.resume import ResumeMismatch
 from tests.rotation import share
 from tests.training.test_finetune import (

@@ -1,8 +1,11 @@
 """A complete fine-tuning run: task data, task model, BERT's optimizer, `model.fit`, metrics.
 
-`run_finetuning(FinetuneJob(...))` is what `keras-bert finetune` calls. The task kind
-(`keras_bert.tasks.registry`) supplies the data, the model, its loss and its evaluation;
-the model's `BertPreprocessor` featurises the data. Tasks:
+`run_finetuning(FinetuneJob(...))` is what `keras-bert finetune` calls: a thin layer over
+the task model a Python user holds (`keras_bert.TextClassifier`, ...: `task_model_class`).
+The task kind (`keras_bert.tasks.registry`) reads the files into the rows the model's
+`rows(x, y)` gives; the model's `for_job` builds it with the job's settings, its `fit_rows`
+trains (the loop of its `fit`), `score` evaluates, `tune_on` keeps what the kind tunes on
+the evaluation and `save` writes the model directory. Tasks:
 
 * `classify`: sentence (pair) classification from CSV/TSV/JSONL; metric: accuracy.
 * `multilabel`: any number of labels per text (pair); per-label thresholds tuned on the
@@ -21,31 +24,25 @@ output directory gets `model/` (a fine-tuned model directory, see
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import os
 import sys
 import time
 
-import keras
-import numpy as np
-
-from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
 from keras_bert.checkpoints.task_dir import (
     TaskModel,
     load_task_model,
     save_task_model,
 )
 from keras_bert.config import DEFAULT_SEQ_LENGTH, default_doc_stride
+from keras_bert.task_models import task_model_class
 from keras_bert.tasks.registry import FINETUNE_TASKS, task_kind
-from keras_bert.tasks.task import TaskData
-from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.text.sentence_windows import LongTextReading
 from keras_bert.training.checkpointing import ResumableCheckpoint
-from keras_bert.training.fit_schedule import FitSchedule, prepare_fit
+from keras_bert.training.fit_schedule import FitSchedule
+from keras_bert.training.json_output import finite, write_json
 from keras_bert.training.plots import plot_history
 from keras_bert.training.precision import precision_line, resolve_precision
-from keras_bert.training.resume import HistoryFile, fit_from_step, job_arguments, load_history
+from keras_bert.training.resume import HistoryFile, job_arguments
 
 TASKS = FINETUNE_TASKS
 _NOT_ARGUMENTS = ("out", "verbose", "callbacks", "checkpoint_steps", "checkpoint_minutes",
@@ -109,45 +106,21 @@ class FinetuneJob:
                                self.window_aggregate)
 
 
-def task_data(job: FinetuneJob, preprocessor) -> TaskData:
-    """The `TaskData` of `job.task`, featurised by the model's `preprocessor`."""
-    return task_kind(job.task).data(job, preprocessor)
-
-
-def finetuning_inputs(job: FinetuneJob) -> tuple[ModelDir, BertPreprocessor, TaskData]:
-    """`(source model dir, its preprocessor at the job's length, the task data)`: what the
-    model is fitted on, built by the model's own `BertPreprocessor`."""
-    source = load_model_dir(job.model).with_rules(job.rules)
-    if job.seq_length > source.config.max_position_embeddings:
-        raise ValueError(f"seq_length {job.seq_length} exceeds the model's "
-                         f"max_position_embeddings {source.config.max_position_embeddings}")
-    preprocessor = source.preprocessor().with_length(job.seq_length)
-    return source, preprocessor, task_data(job, preprocessor)
+def finetuning_model(job: FinetuneJob):
+    """`(model, train rows, eval rows or None)`: the untrained task model `job` fits (the
+    kind's `keras_bert` task model, `TextTaskModel.for_job`) and the rows of its files."""
+    kind = task_kind(job.task)
+    train = kind.read_rows(job.train, job)
+    model = task_model_class(job.task).for_job(job, train)
+    evaluation = kind.read_rows(job.eval, job, model.labels) if job.eval else None
+    model.compile(schedule=FitSchedule(job.learning_rate, job.warmup_fraction,
+                                       job.weight_decay))
+    return model, train, evaluation
 
 
 def compile_task_model(model, kind: str, optimizer) -> None:
     """Compiles `model` with the loss and Keras metrics of the task kind `kind`."""
     task_kind(kind).compile(model, optimizer)
-
-
-def finite(value):
-    """`value` with NaN/inf floats replaced by None, recursively (strict JSON)."""
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
-
-
-def write_json(path: str, value) -> None:
-    """Writes `value` as indented strict JSON."""
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(finite(value), f, indent=2)
-        f.write("\n")
 
 
 def eval_line(task: str, evaluation: dict) -> str:
@@ -165,8 +138,10 @@ def run_finetuning(job: FinetuneJob) -> dict:
     """Fine-tunes `job.model` on `job.train`, evaluates on `job.eval` and writes `job.out`.
 
     Returns the metrics written to `metrics.json`: `task`, `eval` (the task metrics, when
-    there is an eval file), `train` (the last epoch's logs), `train_examples`,
-    `eval_examples`, `epochs`, `steps`, `seconds`.
+    there is an eval file), `train` (the last epoch's logs), `train_examples` and
+    `eval_examples` (the files' texts, sentences or questions), `train_windows` (the packed
+    rows an epoch trains on: one per text, or per window of a long one), `epochs`, `steps`,
+    `seconds`.
     """
     start = time.perf_counter()
     os.makedirs(job.out, exist_ok=True)
@@ -180,41 +155,28 @@ def run_finetuning(job: FinetuneJob) -> dict:
             print(f"fine-tuning in {job.out} is complete ({done['steps']} steps); nothing to "
                   "do. Use another --out to train again.", flush=True)
         return done
-    keras.utils.set_random_seed(job.seed)
-    source, preprocessor, data = finetuning_inputs(job)
+    model, train, evaluation = finetuning_model(job)
     if job.verbose:  # once the inputs are read: a bad input ends with its one error line
         print(job.precision_note, file=sys.stderr, flush=True)
-    task = {**data.spec, "dropout": job.dropout}
-    kind = task_kind(job.task)
-    model = kind.build_model(source.load_encoder(dtype=job.precision), task, data.labels)
-    steps_per_epoch = math.ceil(data.num_train / job.batch_size)
-    total_steps = steps_per_epoch * job.epochs
-    schedule = FitSchedule(job.learning_rate, job.warmup_fraction, job.weight_decay)
-    start = prepare_fit(model, kind, schedule, total_steps, checkpoint)
-    if start and job.verbose:
-        print(f"resuming from step {start} of {total_steps}", flush=True)
     history_path = os.path.join(job.out, "history.json")
-    logs = load_history(history_path, start // steps_per_epoch)
-    fit_from_step(model, data.train, epochs=job.epochs,
-                  steps_per_epoch=steps_per_epoch, start_step=start,
-                  validation_data=data.eval if job.validate_each_epoch else None,
-                  callbacks=[HistoryFile(history_path, logs), checkpoint, *job.callbacks],
-                  verbose=job.verbose)
-    result = {"task": job.task, "train_examples": data.num_train,
-              "eval_examples": data.num_eval, "epochs": job.epochs,
-              "steps": int(model.optimizer.iterations.numpy()),
+    history = HistoryFile(history_path)
+    _, windows = model.fit_rows(train, batch_size=job.batch_size, epochs=job.epochs, seed=job.seed,
+                   validation_rows=evaluation if job.validate_each_epoch else None,
+                   checkpoint=checkpoint, callbacks=[history, *job.callbacks],
+                   verbose=job.verbose)
+    logs = history.logs(job.epochs)
+    result = {"task": job.task, "train_examples": len(train), "train_windows": windows,
+              "eval_examples": 0 if evaluation is None else len(evaluation),
+              "epochs": job.epochs, "steps": int(model.optimizer.iterations.numpy()),
               "train": {k: v[-1] for k, v in logs.items() if not k.startswith("val_")}}
-    if data.evaluate is not None:
-        result["eval"] = data.evaluate(model)
+    if evaluation is not None:
+        result["eval"] = model.score(evaluation, job.batch_size, train=train)
         if job.verbose:
             print(eval_line(job.task, result["eval"]), flush=True)
-    task = kind.tuned_spec(task, result.get("eval"))
-    save_task_model(model, os.path.join(job.out, "model"), source.vocab_file,
-                    source.lower_case, task, data.labels,
-                    metadata={"finetuned_from": source.path,
-                              "train_file": os.path.abspath(job.train),
-                              "eval": finite(result.get("eval"))},
-                    preprocessor=preprocessor)
+        model.tune_on(result["eval"])
+    model.save(os.path.join(job.out, "model"), metadata={
+        "finetuned_from": os.path.abspath(job.model), "train_file": os.path.abspath(job.train),
+        "eval": finite(result.get("eval"))})
     write_json(history_path, logs)
     majority = (result.get("eval") or {}).get("majority_baseline")
     plot_history(logs, os.path.join(job.out, "curves.png"), title=f"fine-tuning: {job.task}",
@@ -226,6 +188,5 @@ def run_finetuning(job: FinetuneJob) -> dict:
     return finite(result)
 
 
-__all__ = ["TASKS", "FinetuneJob", "TaskData", "TaskModel", "compile_task_model",
-           "finetuning_inputs", "load_task_model", "run_finetuning", "save_task_model",
-           "task_data"]
+__all__ = ["TASKS", "FinetuneJob", "TaskModel", "compile_task_model", "finetuning_model",
+           "load_task_model", "run_finetuning", "save_task_model"]
