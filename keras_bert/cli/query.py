@@ -31,7 +31,8 @@ def register(subparsers) -> None:
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     p.add_argument("--status", action="store_true", help="print the model's version status")
     p.add_argument("--metadata", action="store_true", help="print the model's signatures")
-    p.set_defaults(run=run)
+    # The REST client is the standard library and NumPy; gRPC's loads TensorFlow.
+    p.set_defaults(run=run, needs_tensorflow=lambda args: not args.rest)
 
 
 def _json_default(value):
