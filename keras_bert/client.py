@@ -80,7 +80,11 @@ class GrpcClient:
     def __init__(self, host_port: str, model_name: str = "bert", timeout: float = 30.0,
                  max_message_bytes: int = MAX_MESSAGE_BYTES):
         import grpc
-        from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
+
+        from keras_bert.serving_api import serving_apis
+
+        model_service_pb2_grpc, prediction_service_pb2_grpc = serving_apis(
+            "the gRPC client", "model_service_pb2_grpc", "prediction_service_pb2_grpc")
 
         self.model_name = model_name
         self.timeout = timeout

@@ -11,9 +11,11 @@ tf.__version__`). The script
 
 1. builds this repository's wheel (`pip wheel --no-deps .`);
 2. resolves the package's dependencies for the target (Linux x86_64, CPython
-   `--python-version`, binary wheels only) with that TensorFlow pinned and TF Text and
-   tensorflow-serving-api pinned to its minor version (`pip install --dry-run --report`:
-   nothing is installed; pip reads each wheel's metadata);
+   `--python-version`, binary wheels only) with that TensorFlow pinned and TF Text
+   pinned to its minor version (`pip install --dry-run --report`: nothing is installed;
+   pip reads each wheel's metadata; tensorflow-serving-api, the `serving` extra that the
+   development server and the gRPC client need, is left out: a notebook loads its exports
+   with TensorFlow);
 3. downloads (`pip download --no-deps`) every resolved package except TensorFlow and the
    packages TensorFlow itself requires, directly or not (Keras, NumPy, protobuf, h5py,
    grpcio, ...: an image with that TensorFlow has them), but keeps the packages named by
@@ -181,8 +183,7 @@ def build(args) -> str:
         [package] = glob.glob(os.path.join(out, "*.whl"))
         constraints = os.path.join(temp, "constraints.txt")
         with open(constraints, "w", encoding="utf-8") as f:
-            f.write(f"tensorflow=={args.tensorflow}\ntensorflow-text=={minor}.*\n"
-                    f"tensorflow-serving-api=={minor}.*\n")
+            f.write(f"tensorflow=={args.tensorflow}\ntensorflow-text=={minor}.*\n")
         print(f"[wheelhouse] resolving for tensorflow=={args.tensorflow}, Python "
               f"{args.python_version}, Linux x86_64")
         report_path = os.path.join(temp, "report.json")
@@ -196,9 +197,9 @@ def build(args) -> str:
     dropped = provided_by_tensorflow(report, args.python_version) - keep - {canonicalize_name(name)}
     dropped.add("tensorflow")
     wanted = sorted(n for n in resolved if n not in dropped and n != canonicalize_name(name))
-    for required in ("tensorflow-text", "tensorflow-serving-api"):
-        if not resolved.get(required, "").startswith(minor + "."):
-            raise SystemExit(f"resolved {required} {resolved.get(required)}, not {minor}.*")
+    if not resolved.get("tensorflow-text", "").startswith(minor + "."):
+        raise SystemExit(f"resolved tensorflow-text {resolved.get('tensorflow-text')}, not "
+                         f"{minor}.*")
     print(f"[wheelhouse] downloading {len(wanted)} wheels: "
           + ", ".join(f"{n}=={resolved[n]}" for n in wanted))
     _pip("download", "--no-deps", "--dest", out, *_target_options(args),

@@ -1,13 +1,13 @@
 """The oldest versions `setup.cfg` admits (`constraints-oldest.txt`: TensorFlow 2.16,
-TF Text 2.16, Keras 3.9, ...): installing the package next to an installed TensorFlow keeps
-it, and the package's smoke subset passes there.
+TF Text 2.16, Keras 3.9, ...): a plain `pip install` of the package next to an installed
+TensorFlow keeps it, and the package's smoke subset passes there.
 
 The environment is made once under the test runtimes' cache, as a user's would be: first
 TensorFlow 2.16.2 + TF Text 2.16.1 alone (the image they already have), then this repository
-with `pip install -c keep-tf.txt .` (the README's instruction: `keep-tf.txt` pins the installed
-TensorFlow) plus the oldest versions of the other dependencies as constraints. pip must
-resolve the ranges around the installed pair (tensorflow-serving-api of the same minor
-version) without replacing it. The package is then
+with a plain `pip install .` (no pin of TensorFlow: the required dependencies leave it be;
+`tensorflow-serving-api`, which requires one TensorFlow minor version, is the `serving`
+extra), with the oldest versions of the other dependencies as constraints. Without the
+extra, `keras-bert serve` says how to install it. The package is then
 uninstalled again so that the tests below, run from the repository, import this checkout's
 code with those dependencies. The subset: `convert` (Google and Hugging Face layouts),
 `keras-bert tokenize --rules google|huggingface` against Google's `tokenization.py` and HF
@@ -37,8 +37,8 @@ SMOKE_TESTS = ("convert_each_format or google_round_trip or hf_round_trip or rul
 # pip, not uv: what a user's `pip install` resolves is the claim. --no-compile: byte-compiling
 # every module of TensorFlow took ~20 s of an environment's ~55 s on 2 cores (session 20).
 PIP_INSTALL = ["install", "-q", "--disable-pip-version-check", "--no-compile"]
-VERSIONS = ("import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in "
-            "('tensorflow', 'tensorflow-text', 'keras', 'tensorflow-serving-api')}))")
+VERSIONS = ("import importlib.metadata as m, json; print(json.dumps({d.metadata['Name'].lower()"
+            ": d.version for d in m.distributions()}))")
 
 
 def _pins(path: str) -> dict[str, str]:
@@ -52,9 +52,6 @@ def _oldest_python() -> str:
     key = hashlib.sha256((open(OLDEST).read() + requires).encode()).hexdigest()[:10]
     pins = _pins(OLDEST)
     os.makedirs(cache_dir(), exist_ok=True)
-    keep_tf = os.path.join(cache_dir(), f"keep-tf-{key}.txt")
-    with open(keep_tf, "w") as f:  # what the README's command writes for this TensorFlow
-        f.write(f"tensorflow=={pins['tensorflow']}\n")
     others = os.path.join(cache_dir(), f"oldest-others-{key}.txt")
     with open(others, "w") as f:  # the oldest set but TensorFlow and TF Text (installed)
         f.writelines(f"{name}=={version}\n" for name, version in pins.items()
@@ -66,7 +63,7 @@ def _oldest_python() -> str:
         f"oldest-supported-{key}",
         [*PIP_INSTALL, f"tensorflow=={pins['tensorflow']}",
          f"tensorflow-text=={pins['tensorflow-text']}"],
-        [*PIP_INSTALL, "-c", keep_tf, "-c", others, REPO, *tools],
+        [*PIP_INSTALL, "-c", others, REPO, *tools],
         [*PIP_INSTALL, "--no-deps", *no_deps],
         ["uninstall", "-q", "-y", "keras-bert-tf"],
         expect_tensorflow=pins["tensorflow"], installer="pip")
@@ -85,7 +82,13 @@ def test_oldest_supported_versions_run_the_smoke_subset(tmp_path):
         cwd=tmp_path).stdout)
     assert (found["tensorflow"], found["tensorflow-text"], found["keras"]) == (
         pins["tensorflow"], pins["tensorflow-text"], pins["keras"])
-    assert found["tensorflow-serving-api"].startswith("2.16.")  # chosen by pip for TF 2.16
+    assert "tensorflow-serving-api" not in found  # the `serving` extra
+    served = subprocess.run([python, "-m", "keras_bert.cli", "serve", str(tmp_path)],
+                            capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert served.returncode == 1 and served.stdout == ""
+    (line,) = served.stderr.strip().splitlines()  # one line: what is missing, how to add it
+    assert "keras-bert serve needs tensorflow-serving-api" in line
+    assert "pip install 'keras-bert-tf[serving]'" in line
     done = subprocess.run(
         [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
          str(tmp_path / "inner"), *SMOKE_FILES, "-k", SMOKE_TESTS],

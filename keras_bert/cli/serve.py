@@ -61,6 +61,9 @@ def run(args) -> int:
     """Starts the server, prints its URLs, and serves until SIGINT or SIGTERM."""
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from keras_bert.serving_api import serving_apis
+
+    serving_apis("keras-bert serve", "model_pb2")  # the server speaks TF Serving's protos
     from keras_bert.devserver.server import ModelServer
 
     if not os.path.isdir(args.base_dir):

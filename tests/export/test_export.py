@@ -11,7 +11,7 @@ from keras_bert.checkpoints import load_model_dir
 from keras_bert.export.exporter import export_model
 from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.export.versions import atomic_version_dir, existing_versions
-from keras_bert.export.warmup import read_warmup
+from keras_bert.export.warmup import predict_log, read_warmup
 from tests.export.helpers import run_fresh_many
 from tests.reference import minilm_dir
 
@@ -54,6 +54,24 @@ def test_warmup_requests(exported):
     assert request.model_spec.signature_name == "serving_default"
     texts = tf.make_ndarray(request.inputs["text"])
     assert texts.shape == (3,) and texts[0] == b"Call me Ishmael."
+
+
+def test_warmup_records_are_tf_servings_own_protos():
+    """The hand-encoded records parse with tensorflow-serving-api's classes into the
+    request its classes build (the exporter needs no tensorflow-serving-api)."""
+    from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
+
+    inputs = {"text": np.array(["Call me Ishmael.", "", "\u00e9t\u00e9 " * 300], object),
+              "text_b": np.array([b"x", b"y", b"z"], object), "ids": np.arange(6).reshape(2, 3)}
+    want = predict_pb2.PredictRequest()
+    want.model_spec.name, want.model_spec.signature_name = "bert-\u00fc", "serving_default"
+    for name, value in inputs.items():
+        want.inputs[name].CopyFrom(tf.make_tensor_proto(value))
+    got = prediction_log_pb2.PredictionLog.FromString(
+        predict_log("bert-\u00fc", "serving_default", inputs))
+    assert got.WhichOneof("log_type") == "predict_log"
+    assert got.predict_log.request == want
+    assert not got.predict_log.HasField("response")
 
 
 def test_fresh_process_reproduces_the_keras_model(exported, model_dir, tmp_path):
