@@ -28,7 +28,7 @@ from keras_bert.data.corpus import default_corpus_files
 from keras_bert.export.exporter import export_model
 from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.task_models.finetune_job import FinetuneJob, finetuning_model, run_finetuning
-from tests.export.helpers import make_tiny_model_dir
+from tests.export.helpers import WORDS, make_tiny_model_dir
 from tests.text.test_tokenizer import HARD_CASES
 
 pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log, session 17)
@@ -173,12 +173,48 @@ def _squad_examples() -> list[dict]:
     return qas
 
 
-@pytest.fixture(scope="module", params=["tag", "squad"])
+# Sentence-level models reading long texts in windows (issue 31): windows of WINDOW_SEQ
+# positions advancing by WINDOW_STRIDE word pieces, at most WINDOW_CAP a text.
+WINDOW_SEQ, WINDOW_STRIDE, WINDOW_CAP = 16, 6, 3
+
+
+def _window_texts(base: str) -> list[str]:
+    """The hard cases of reading in windows beside the tokenizer's and real lines: an empty
+    text, a text of exactly one window's word pieces (WINDOW_SEQ - 2), one piece more (a
+    second window), a text of 100,000 characters (far past the cap) and a text whose
+    windows are exactly the cap."""
+    from keras_bert.checkpoints import load_model_dir
+
+    tokenizer = load_model_dir(base).preprocessor().tokenizer
+    words = [w for w in WORDS if len(tokenizer.tokenize(w).numpy()) == 1]
+    pieces = (words * 40)[:2 * WINDOW_SEQ + 2 * WINDOW_STRIDE]
+
+    def of_length(n):
+        text = " ".join(pieces[:n])
+        assert len(tokenizer.tokenize(text).numpy()) == n
+        return text
+
+    one_window = WINDOW_SEQ - 2
+    at_cap = one_window + (WINDOW_CAP - 1) * WINDOW_STRIDE
+    hundred_k = (" ".join(pieces) + " ") * (100_000 // len(" ".join(pieces) + " ") + 1)
+    return (["", of_length(one_window), of_length(one_window + 1), of_length(at_cap),
+             hundred_k[:100_000]] + _texts()[::4])
+
+
+@pytest.fixture(scope="module", params=["tag", "squad", "classify-windows"])
 def finetuned_windows(request, tmp_path_factory):
-    """A one-epoch tiny tagger / span-QA model, its job, inputs file and export."""
+    """A one-epoch tiny tagger / span-QA model / classifier reading in windows, its job,
+    inputs file and export."""
     root = tmp_path_factory.mktemp(request.param)
     base = make_tiny_model_dir(root / "base")
-    if request.param == "tag":
+    windows = {}
+    if request.param == "classify-windows":
+        texts = _window_texts(base)
+        data = _write_jsonl(root / "data.jsonl", texts, None, ["yes", "no", "maybe"])
+        inputs = {"text": texts}
+        seq = WINDOW_SEQ
+        windows = dict(long_text="windows", doc_stride=WINDOW_STRIDE, max_windows=WINDOW_CAP)
+    elif request.param == "tag":
         sentences = _tagged_sentences()
         data = _write_conll(root / "train.conll", sentences)
         inputs = {"text": [" ".join(s) for s in sentences]}
@@ -191,9 +227,10 @@ def finetuned_windows(request, tmp_path_factory):
         inputs = {"question": [p["qas"][0]["question"] for p in paragraphs],
                   "context": [p["context"] for p in paragraphs]}
         seq = QA_SEQ
-    job = FinetuneJob(task=request.param, model=base, train=data, eval=data,
+    job = FinetuneJob(task=request.param.split("-")[0], model=base, train=data, eval=data,
                       out=str(root / "out"), seq_length=seq, epochs=1, batch_size=16,
-                      max_query_length=8 if request.param == "squad" else None, verbose=0)
+                      max_query_length=8 if request.param == "squad" else None, verbose=0,
+                      **windows)
     run_finetuning(job)
     model_dir = os.path.join(job.out, "model")
     export = export_model(model_dir, str(root / "export"), seq_length=seq).path
@@ -217,8 +254,19 @@ def test_windows_trained_on_are_the_exports(finetuned_windows):
         names = sorted(set(gold))
         read = labels[served["word_window"], served["word_column"]]
         assert read.tolist() == [names.index(t) for t in gold]
-    else:
+    elif job.task == "squad":
         assert served["window_row"].tolist() == sorted(served["window_row"].tolist())
+    else:  # each text's windows in order, as many as the cap allows; the empty text one
+        with SessionBundle(export) as bundle:
+            answers = bundle.run("serving_default", request)
+        counts = answers["num_windows"].reshape(-1)
+        assert served["text_index"].tolist() == np.repeat(np.arange(len(counts)),
+                                                          counts).tolist()
+        assert counts[:5].tolist() == [1, 1, 2, WINDOW_CAP, WINDOW_CAP]
+        assert answers["truncated"].reshape(-1)[:5].tolist() == [False, False, False,
+                                                                  False, True]
+        assert answers["num_tokens"].reshape(-1)[:3].tolist() == [0, WINDOW_SEQ - 2,
+                                                                   WINDOW_SEQ - 1]
 
 
 def _conll_tags(path):
@@ -235,7 +283,12 @@ def test_predict_tags_and_answers_what_the_export_answers(finetuned_windows, cap
     request = {k: np.asarray(v, object) for k, v in inputs.items()}
     with SessionBundle(export) as bundle:
         served = bundle.run("serving_default", request)
-    if job.task == "tag":
+    if job.task == "classify":
+        np.testing.assert_allclose([p["probabilities"] for p in predicted],
+                                   served["probabilities"], rtol=1e-5, atol=1e-6)
+        for name in ("num_tokens", "num_windows", "truncated"):
+            assert [p[name] for p in predicted] == served[name].reshape(-1).tolist(), name
+    elif job.task == "tag":
         assert len(predicted) == len(inputs["text"])
         for i, p in enumerate(predicted):
             n = int(served["num_words"][i])
