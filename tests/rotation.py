@@ -70,6 +70,7 @@ SHARES: dict[str, Share] = {
     "longdoc:minilm": Share(12, 7, 85),  # ~ (58 s alone, session 23) long documents
     "bench:beam_pipeline.py": Share(12, 8, 164),
     "readme:squad_serve": Share(12, 9, 237),
+    "bench:long_document_defaults.py": Share(12, 9, 40),  # ~ (session 24: 37 s alone)
     "example:multilabel": Share(12, 10, 217),
     "bench:tokenizer_speed.py": Share(12, 10, 30),  # ~
     "bench:preprocessing_cost.py": Share(12, 10, 33),

@@ -35,6 +35,8 @@ BENCHMARKS = {
                           r"[\d.]+ \(\d+\) \| [\d.]+ \(\d+\) \| [\d.]+ \| [\d.]+ \|",
     "serve_abuse.py": r"\| 4/4 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ \| \d+ \| 200 \|",
     "long_documents.py": r"\| ours_windows / hf_loop \(documents/s\) \| [\d.]+x \|",
+    "long_document_defaults.py": r"(?m)^truncate +- +- +[\d.]+$(?s:.*)^windows +8 +mean +"
+                                 r"[\d.]+$(?s:.*)^windows-text-loss +8 +mean +[\d.]+$",
     "text_classifier_fit.py": r"defaults: ours [\d.]+x keras-hub's fit speed; accuracy "
                               r"[\d.]+ vs [\d.]+",
 }
