@@ -237,6 +237,9 @@ def main(argv=None) -> int:
     out = os.path.abspath(args.out or ("artifacts/quickstart-quick" if args.quick
                                        else "artifacts/quickstart"))
     prepare_out(out)
+    from keras_bert.cli.quiet_start import load_tensorflow
+
+    load_tensorflow()  # as the commands do: TensorFlow's harmless start-up lines held back
     stage = Stages(6)
 
     stage(f"pretraining BERT-Tiny on the embedded corpus ({settings.pretrain_steps} steps, "
