@@ -6,11 +6,11 @@ network of its kind (ids in, logits or vectors out: `keras_bert.models`) and the
 preprocessor that network was trained with, and delegates to the task kind (`keras_bert.tasks.registry`) that
 `keras-bert finetune / predict / export` use:
 
-- `fit(x, y)`: the kind's rows, featurised into the seeded batch stream `keras-bert
-  finetune` fits on; the kind's loss and metrics; unless compiled with another optimizer,
-  `FitSchedule`'s AdamW sized from the fit's own steps (`prepare_fit`, shared with the
-  command line), so that the same data, seed and settings end with the command line's
-  weights; resumable with `checkpoint_dir=`.
+- `fit(x, y)`: the kind's rows, featurised into a seeded batch stream; the kind's loss
+  and metrics; unless compiled with another optimizer, `FitSchedule`'s AdamW sized from
+  the fit's own steps; resumable with `checkpoint_dir=`. Its loop is `fit_rows`, which
+  `keras-bert finetune` runs on the rows of its files (`for_job` builds the model), so the
+  same data, seed and settings end with the same weights.
 - `predict(x)`: the export's `serving_default` outputs computed in process by the
   functions the export traces.
 - `evaluate(x, y)`: the kind's metrics, the numbers `metrics.json` reports.
