@@ -160,10 +160,10 @@ def run_finetuning(job: FinetuneJob) -> dict:
         print(job.precision_note, file=sys.stderr, flush=True)
     history_path = os.path.join(job.out, "history.json")
     history = HistoryFile(history_path)
-    _, windows = model.fit_rows(train, batch_size=job.batch_size, epochs=job.epochs, seed=job.seed,
-                   validation_rows=evaluation if job.validate_each_epoch else None,
-                   checkpoint=checkpoint, callbacks=[history, *job.callbacks],
-                   verbose=job.verbose)
+    _, windows = model.fit_rows(
+        train, batch_size=job.batch_size, epochs=job.epochs, seed=job.seed,
+        validation_rows=evaluation if job.validate_each_epoch else None,
+        checkpoint=checkpoint, callbacks=[history, *job.callbacks], verbose=job.verbose)
     logs = history.logs(job.epochs)
     result = {"task": job.task, "train_examples": len(train), "train_windows": windows,
               "eval_examples": 0 if evaluation is None else len(evaluation),

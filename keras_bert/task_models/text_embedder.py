@@ -34,10 +34,6 @@ SIMILARITY_SCALE = 20.0
 FEATURE_CHUNK = 1024  # pairs packed per TensorFlow call
 
 
-def _unit(vectors):
-    return vectors / keras.ops.maximum(keras.ops.norm(vectors, axis=-1, keepdims=True), 1e-12)
-
-
 @keras.saving.register_keras_serializable(package="keras_bert")
 class TextEmbedder(TextTaskModel):
     """One vector per text. `predict` gives `embedding` (`[texts, dim]`, by the model's
@@ -90,15 +86,9 @@ class TextEmbedder(TextTaskModel):
         """`({"text": ids, "paraphrase": ids}, placeholder)` batches of the pairs `rows`,
         each side packed alone at the training length (with `seed`: endless epochs, each
         shuffled by `(seed, epoch)`)."""
-        def featurise(chunk):
-            return {f"{side}.{name}": value
-                    for side, field in (("text", "text"), ("paraphrase", "text_b"))
-                    for name, value in self.preprocessor(
-                        tf.constant([getattr(r, field) for r in chunk])).items()}
-
-        flat = featurise_in_chunks(rows, FEATURE_CHUNK, featurise)
-        features = {side: {name.split(".", 1)[1]: value for name, value in flat.items()
-                           if name.startswith(side + ".")} for side in ("text", "paraphrase")}
+        features = {side: featurise_in_chunks(rows, FEATURE_CHUNK, lambda chunk, f=field: (
+            self.preprocessor(tf.constant([getattr(r, f) for r in chunk]))))
+            for side, field in (("text", "text"), ("paraphrase", "text_b"))}
         placeholder = np.zeros(len(rows), np.int32)
         return examples_dataset(features, placeholder, batch_size, seed,
                                 drop_remainder), len(rows)
@@ -116,7 +106,8 @@ class TextEmbedder(TextTaskModel):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """In-batch negatives: softmax cross entropy of each text against every
         paraphrase of its batch, logits the cosines times `SIMILARITY_SCALE`."""
-        text, paraphrase = (_unit(keras.ops.cast(v, "float32")) for v in (y_pred[0], y_pred[1]))
+        text, paraphrase = (keras.ops.normalize(keras.ops.cast(v, "float32"), axis=-1)
+                            for v in (y_pred[0], y_pred[1]))
         logits = SIMILARITY_SCALE * keras.ops.matmul(text, keras.ops.transpose(paraphrase))
         targets = keras.ops.arange(keras.ops.shape(logits)[0])
         return keras.ops.mean(keras.losses.sparse_categorical_crossentropy(
