@@ -39,7 +39,8 @@ class BertMasker(tf.Module):
       mask_rate: fraction of tokens to predict (0.15).
       whole_word: mask all the pieces of a word together (needs `continuation`).
       continuation: bool per vocab id, True for `##` pieces (see `continuation_flags`).
-      mask_token_rate, random_token_rate: the 80% / 10% split (the rest stay unchanged).
+      mask_token_rate: the share of predicted tokens replaced by `[MASK]` (80%).
+      random_token_rate: the share replaced by a random id (10%; the rest stay unchanged).
     """
 
     def __init__(self, vocab_size: int, mask_id: int, special_ids: Iterable[int],

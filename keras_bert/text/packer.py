@@ -37,7 +37,9 @@ class BertPacker(tf.Module):
     Args:
       seq_length: output length (an int, or a scalar int tensor inside a `tf.function`);
         `None` pads each batch to its longest packed row (capped by `max_length`).
-      cls_id, sep_id, pad_id: the special token ids (from the tokenizer's vocab).
+      cls_id: the `[CLS]` id (the special token ids come from the tokenizer's vocab).
+      sep_id: the `[SEP]` id.
+      pad_id: the `[PAD]` id.
       max_length: the longest packed sequence when `seq_length` is None (the model's
         `max_position_embeddings`).
 
