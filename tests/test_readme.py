@@ -1,6 +1,8 @@
-"""Every command in README.md's ```bash blocks works as printed.
+"""Every command in the documentation's ```bash blocks works as printed.
 
-The commands run in README order, each in its own `bash -c`, in a temporary directory that
+The documentation is README.md and the pages under docs/ in the site's order
+(`tests/docs_pages.py`, mkdocs.yml's nav); "README" below means all of it. The commands run
+in that order, each in its own `bash -c`, in a temporary directory that
 holds links to the repository's `.venv/` and `examples/` (what a user who pasted them after
 the quick start's install has), offline. Each must exit 0, and the files and answers it
 promises are checked. Nothing in a command is changed; a few long ones get arguments
@@ -29,11 +31,11 @@ import urllib.request
 
 import pytest
 
+from tests.docs_pages import documentation
 from tests.readme_coverage import check_covered, covering_tests
 from tests.rotation import share
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-README = os.path.join(REPO, "README.md")
 BIN = ".venv/bin/keras-bert"
 
 # Appended to a command that starts with the key, to keep the test to minutes on 2 CPU cores
@@ -98,7 +100,7 @@ def bash_commands(markdown: str) -> list[str]:
             continue
         commands.append(pending + text.strip())
         pending = ""
-    assert not block and not pending, "README.md: unterminated ```bash block or continuation"
+    assert not block and not pending, "unterminated ```bash block or continuation"
     return commands
 
 
@@ -270,8 +272,7 @@ def readme_part(command: str) -> str | None:
 @pytest.mark.parametrize("part", [
     pytest.param(part, marks=share(f"readme:{part}")) for part in README_PARTS])
 def test_readme_commands_run_as_printed(tmp_path, part):
-    with open(README, encoding="utf-8") as f:
-        commands = [strip_comment(c) for c in bash_commands(f.read())]
+    commands = [strip_comment(c) for c in bash_commands(documentation())]
     assert len(commands) > 20
     work = tmp_path / "user"
     work.mkdir()
@@ -344,8 +345,7 @@ def test_readme_commands_run_as_printed(tmp_path, part):
 def test_every_readme_command_has_one_part():
     """Each part runs something, the serving lines sit with the models they serve, and
     every command outside the shared prerequisites belongs to exactly one part."""
-    with open(README, encoding="utf-8") as f:
-        commands = [strip_comment(c) for c in bash_commands(f.read())]
+    commands = [strip_comment(c) for c in bash_commands(documentation())]
     run = [c for c in commands if not any(re.search(p, c) for p, _ in COVERED)]
     parts = {part: [c for c in run if readme_part(c) == part] for part in README_PARTS}
     assert all(len(lines) >= 4 for lines in parts.values()), parts
@@ -373,8 +373,7 @@ def test_uncovered_example_fails_the_coverage_rule():
 
 def test_every_covered_readme_line_has_a_test_that_runs_it():
     """Fast: the coverage rule for every README line that another test runs."""
-    with open(README, encoding="utf-8") as f:
-        commands = [strip_comment(c) for c in bash_commands(f.read())]
+    commands = [strip_comment(c) for c in bash_commands(documentation())]
     covered = 0
     for command in commands:
         for pattern, make in COVERED:
@@ -423,8 +422,7 @@ def test_readme_keras_bert_commands_parse_with_their_overrides():
     test's overrides appended, is accepted by the real argument parser."""
     from keras_bert.cli import build_parser
 
-    with open(README, encoding="utf-8") as f:
-        commands = [strip_comment(c) for c in bash_commands(f.read())]
+    commands = [strip_comment(c) for c in bash_commands(documentation())]
     parser, ports, parsed = build_parser(), {}, set()
     for command in commands:
         lexer = shlex.shlex(command, posix=True, punctuation_chars="|&<>;")
@@ -453,16 +451,18 @@ def python_blocks(markdown: str) -> list[str]:
 # (tests/task_models/test_text_classifier.py).
 @share("readme:python_block")
 def test_readme_python_blocks_run_as_printed(tmp_path):
-    """The Python API block runs as printed (real MiniLM weights) and prints the shapes and
-    layer count its comments promise."""
-    blocks = python_blocks(open(README, encoding="utf-8").read())
-    assert blocks, "README.md has no ```python block"
+    """The Python blocks (README.md's example, the Python API page's two) run as printed
+    (real MiniLM weights) and print the shapes and layer count their comments promise."""
+    blocks = python_blocks(documentation())
+    assert blocks, "the documentation has no ```python block"
     env = {**os.environ, "PYTHONPATH": REPO}
-    for block in blocks:
-        script = tmp_path / "block.py"
+    for number, block in enumerate(blocks):
+        work = tmp_path / f"block{number}"  # each as a user pasting it alone would run it
+        work.mkdir()
+        script = work / "block.py"
         script.write_text(block, encoding="utf-8")
         result = subprocess.run([os.path.join(REPO, ".venv", "bin", "python"), str(script)],
-                                cwd=tmp_path, env=env, capture_output=True, text=True,
+                                cwd=work, env=env, capture_output=True, text=True,
                                 timeout=600)
         assert result.returncode == 0, result.stderr[-3000:]
         for promised in re.findall(r"print\(.*\)\s+#\s*(.+)$", block, flags=re.M):
