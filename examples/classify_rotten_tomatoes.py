@@ -12,7 +12,7 @@ format) converted with `keras_bert.checkpoints.conversion`, then `keras-bert fin
 (`run_finetuning`): `BertClassifier` (dropout + dense on the masked mean of the last layer,
 the pooling MiniLM was trained with), AdamW with 10% warmup and linear decay.
 
-    python examples/classify_rotten_tomatoes.py            # full run (see README figures)
+    python examples/classify_rotten_tomatoes.py            # full run (figures: docs/examples.md)
     python examples/classify_rotten_tomatoes.py --quick    # 640 snippets, 40 steps (tests)
 
 Figures (2 shared CPU cores): the default run (4,000 training snippets, 1 epoch, seq 64)

@@ -12,8 +12,8 @@ compared with always predicting the most frequent masked token.
 
 Figures (2 CPU cores): the full run is `keras-bert pretrain --steps 2000 --batch-size 32
 --seq-length 128` with the CLI's defaults (peak learning rate 3e-3); its measured held-out
-MLM and NSP accuracies against their baselines, over several seeds, are in the README
-(Pretraining). `--quick` (about 40 s on the busy
+MLM and NSP accuracies against their baselines, over several seeds, are in docs/pretraining.md
+and docs/runs.md. `--quick` (about 40 s on the busy
 machine) only shows the path: 20 steps are far too few to beat the baseline.
 
 Writes OUT/model (a keras_bert model directory for `finetune`, `encode`, `export`),

@@ -48,8 +48,8 @@ SHARES: dict[str, Share] = {
     "example:feature_extraction": Share(6, 3, 40),
     "notebook": Share(6, 4, 89),
     "kill:pretrain-corpus": Share(6, 5, 70),
-    # The real-MiniLM learning runs (README parts, examples) and the benchmarks' --quick
-    # runs, once in twelve landings.
+    # The real-MiniLM learning runs (the documentation's command parts, examples) and the
+    # benchmarks' --quick runs, once in twelve landings.
     "example:text_classifier": Share(12, 0, 143),
     "example:distributed": Share(12, 0, 70),
     "bench:encoder_forward.py": Share(12, 0, 29),

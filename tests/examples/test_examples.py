@@ -39,7 +39,7 @@ def grab(pattern: str, text: str) -> tuple[str, ...]:
 # The real-MiniLM fine-tunes with learning checks (the Python API's task models on NER,
 # multi-label, SQuAD, sentiment and dating; Rotten Tomatoes + distillation through the
 # command line's job) and the 2-replica run: ~1,150 s together in CI's durations log
-# (session 19), more than the README's commands (tests/test_readme.py), which fine-tune
+# (session 19), more than the documentation's commands (tests/test_readme.py), which fine-tune
 # MiniLM for the same task kinds. Each is a share of CI's rotation (tests/rotation.py: its
 # seconds and slot), once in twelve landings; the examples without a learning check (from
 # scratch, feature extraction, export and serve) once in six. Every run still
