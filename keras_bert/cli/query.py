@@ -1,79 +1,15 @@
-"""`keras-bert query TEXT...`: ask a TF Serving (or `keras-bert serve`) model; one JSON object
-per text (with `--context`, each TEXT is a question for a span-QA model)."""
+"""`keras-bert query TEXT...`: `keras_bert_client.query`, the command the TensorFlow-free
+client installs as `keras-bert-query`; neither loads TensorFlow."""
 
 from __future__ import annotations
 
-import base64
-import json
-import sys
+from keras_bert_client import query
 
 
 def register(subparsers) -> None:
     """Adds the `query` subcommand."""
-    p = subparsers.add_parser(
-        "query", help="query a served model over gRPC or REST",
-        description="Sends raw texts to a model served by TensorFlow Serving or `keras-bert "
-                    "serve` and prints one JSON object of named outputs per text (or, with "
-                    "--status/--metadata, the model's status or signatures).")
-    p.add_argument("texts", nargs="*", metavar="TEXT", help="texts to send")
-    p.add_argument("--server", default=None,
-                   help="HOST:PORT (default 127.0.0.1:8500, or 127.0.0.1:8501 with --rest)")
-    p.add_argument("--model-name", default="bert", help="the served model's name (default bert)")
-    p.add_argument("--rest", action="store_true", help="use the REST API instead of gRPC")
-    p.add_argument("--signature", default="serving_default",
-                   help="signature name (default serving_default)")
-    p.add_argument("--version", type=int, help="model version (default: the latest)")
-    p.add_argument("--text-b", action="append",
-                   help="second segment for pair tasks (once per TEXT, in order)")
-    p.add_argument("--context", action="append",
-                   help="span-QA models: each TEXT is a question about this context (once "
-                        "for all TEXTs, or once per TEXT, in order)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
-    p.add_argument("--status", action="store_true", help="print the model's version status")
-    p.add_argument("--metadata", action="store_true", help="print the model's signatures")
-    # The REST client is the standard library and NumPy; gRPC's loads TensorFlow.
-    p.set_defaults(run=run, needs_tensorflow=lambda args: not args.rest)
-
-
-def _json_default(value):
-    if isinstance(value, bytes):
-        return {"b64": base64.b64encode(value).decode("ascii")}
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def run(args) -> int:
-    """Queries the server and prints JSON lines; server errors exit with status 1."""
-    from keras_bert.client import GrpcClient, RestClient, ServerError
-
-    if not (args.texts or args.status or args.metadata):
-        raise ValueError("give at least one TEXT (or --status / --metadata)")
-    if args.rest:
-        client = RestClient(args.server or "127.0.0.1:8501", args.model_name, args.timeout)
-    else:
-        client = GrpcClient(args.server or "127.0.0.1:8500", args.model_name, args.timeout)
-    try:
-        if args.status:
-            print(json.dumps(client.status(args.version)))
-        if args.metadata:
-            print(json.dumps(client.metadata(args.version)))
-        if args.texts and args.context:
-            from keras_bert.client import rows
-
-            contexts = args.context * len(args.texts) if len(args.context) == 1 \
-                else args.context
-            if len(contexts) != len(args.texts):
-                raise ValueError(f"{len(args.context)} --context for {len(args.texts)} "
-                                 "questions: give one, or one per question")
-            columns = client.predict_columns({"question": args.texts, "context": contexts},
-                                             args.signature, args.version)
-            for row in rows(columns, len(args.texts)):
-                print(json.dumps(row, default=_json_default))
-        elif args.texts:
-            for row in client.predict(args.texts, args.text_b, args.signature, args.version):
-                print(json.dumps(row, default=_json_default))
-    except ServerError as e:
-        print(f"keras-bert query: {e}", file=sys.stderr)
-        return 1
-    finally:
-        client.close()
-    return 0
+    p = subparsers.add_parser("query", help="query a served model over gRPC or REST",
+                              description=query.DESCRIPTION)
+    query.add_arguments(p)
+    p.set_defaults(run=query.run, prog="keras-bert query",
+                   needs_tensorflow=lambda args: False)

@@ -119,6 +119,16 @@ def test_metadata_and_status(client):
     assert status["version"] == "1" and status["state"] == "AVAILABLE"
 
 
+def test_grpc_metadata_and_status_equal_rest(server):
+    # gRPC's answers are decoded by keras_bert_client; REST's are the server's protos
+    # printed by protobuf's own JSON printer.
+    with GrpcClient(server.grpc_address, "pairs") as grpc_client, \
+            RestClient(server.rest_url, "pairs") as rest_client:
+        assert grpc_client.metadata() == rest_client.metadata()
+        assert grpc_client.status() == rest_client.status()
+        assert grpc_client.metadata(1) == rest_client.metadata(1)
+
+
 @pytest.mark.parametrize("call, code, message", [
     (lambda c: c.predict(["a"]), "INVALID_ARGUMENT", "missing input(s) 'text_b'"),
     (lambda c: c.predict(["a"], ["b"], signature="nope"), "NOT_FOUND", "signature 'nope'"),
