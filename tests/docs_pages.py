@@ -50,6 +50,8 @@ def site_markdown() -> list[tuple[str, str]]:
     for path in paths:
         with open(os.path.join(REPO, path), encoding="utf-8") as f:
             texts.append((path, f.read()))
+        includes = [line for line in texts[-1][1].splitlines() if line.startswith("--8<--")]
+        assert all(line.startswith('--8<-- "README.md:') for line in includes), (path, includes)
     return texts
 
 

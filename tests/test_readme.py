@@ -451,8 +451,9 @@ def python_blocks(markdown: str) -> list[str]:
 # (tests/task_models/test_text_classifier.py).
 @share("readme:python_block")
 def test_readme_python_blocks_run_as_printed(tmp_path):
-    """The Python blocks (README.md's example, the Python API page's two) run as printed
-    (real MiniLM weights) and print the shapes and layer count their comments promise."""
+    """The Python blocks (README.md's example, which the Python API page includes, and that
+    page's encoder block) run as printed (real MiniLM weights) and print the shapes and layer
+    count their comments promise."""
     blocks = python_blocks(documentation())
     assert blocks, "the documentation has no ```python block"
     env = {**os.environ, "PYTHONPATH": REPO}
