@@ -6,11 +6,12 @@ no heading of the target makes (mkdocs.yml's `validation`), a page left out of t
 parameter the signature lacks, and a README.md part that a page includes and that is gone
 (pymdownx.snippets). A test breaks a copy of the docs each of those ways and checks that
 the build fails. README.md, which GitHub shows and the site does not build, has its links
-checked by the last test.
+checked here too, and the "What is verified where" table the test files it names.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -111,3 +112,18 @@ def test_readme_links_reach_files_and_headings():
         if anchor:
             with open(target, encoding="utf-8") as f:
                 assert anchor in results_sections(f.read()), link
+
+
+def test_verified_table_names_tests_that_exist():
+    """Each row of "What is verified where" (docs/verified.md) names its tests in its last
+    cell: `tests/...` paths, or bare file names found under tests/; each must exist."""
+    with open(os.path.join(REPO, "docs", "verified.md"), encoding="utf-8") as f:
+        rows = [line for line in f if line.startswith("| ") and not line.startswith("| ---")]
+    assert rows[0].startswith("| claim |") and len(rows) > 20
+    for row in rows[1:]:
+        named = re.findall(r"`([^`]+)`", row.rstrip().rstrip("|").rsplit("|", 1)[1])
+        assert named, row
+        for name in named:
+            found = (os.path.exists(os.path.join(REPO, name)) if name.startswith("tests/")
+                     else glob.glob(os.path.join(REPO, "tests", "**", name), recursive=True))
+            assert found, (name, row[:80])
