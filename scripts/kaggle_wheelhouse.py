@@ -112,14 +112,17 @@ def provided_by_tensorflow(report: dict, python_version: str) -> set[str]:
     return found
 
 
-def _clean_source(temp: str) -> str:
-    """A copy of what the wheel is built from, so that the checkout's `build/` (stale files
+CLIENT = "keras-bert-client"  # client/: built here too, it is not on the package index
+
+
+def _clean_source(temp: str, project: str, files: tuple[str, ...], package: str) -> str:
+    """A copy of what a wheel is built from, so that a checkout's `build/` (stale files
     of earlier builds) neither enters the wheel nor is written to."""
-    source = os.path.join(temp, "src")
+    source = os.path.join(temp, "src-" + package)
     os.makedirs(source)
-    for name in ("pyproject.toml", "setup.cfg", "README.md"):
-        shutil.copy2(os.path.join(REPO, name), source)
-    shutil.copytree(os.path.join(REPO, "keras_bert"), os.path.join(source, "keras_bert"),
+    for name in files:
+        shutil.copy2(os.path.join(project, name), source)
+    shutil.copytree(os.path.join(project, package), os.path.join(source, package),
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return source
 
@@ -179,8 +182,12 @@ def build(args) -> str:
 
     with tempfile.TemporaryDirectory() as temp:
         print(f"[wheelhouse] {name} wheel")
-        _pip("wheel", "--no-deps", "--wheel-dir", out, _clean_source(temp))
-        [package] = glob.glob(os.path.join(out, "*.whl"))
+        _pip("wheel", "--no-deps", "--wheel-dir", out, _clean_source(
+            temp, REPO, ("pyproject.toml", "setup.cfg", "README.md"), "keras_bert"))
+        _pip("wheel", "--no-deps", "--wheel-dir", out, _clean_source(
+            temp, os.path.join(REPO, "client"), ("pyproject.toml", "README.md"),
+            "keras_bert_client"))
+        [package] = glob.glob(os.path.join(out, "keras_bert_tf-*.whl"))
         constraints = os.path.join(temp, "constraints.txt")
         with open(constraints, "w", encoding="utf-8") as f:
             f.write(f"tensorflow=={args.tensorflow}\ntensorflow-text=={minor}.*\n")
@@ -188,15 +195,17 @@ def build(args) -> str:
               f"{args.python_version}, Linux x86_64")
         report_path = os.path.join(temp, "report.json")
         _pip("install", "--dry-run", "--ignore-installed", "--target", os.path.join(temp, "t"),
-             "--report", report_path, *_target_options(args), "-c", constraints, package)
+             "--report", report_path, *_target_options(args), "-c", constraints,
+             "--find-links", out, package)
         with open(report_path, encoding="utf-8") as f:
             report = json.load(f)
     resolved = {canonicalize_name(item["metadata"]["name"]): item["metadata"]["version"]
                 for item in report["install"]}
     keep = {canonicalize_name(n) for n in args.keep}
-    dropped = provided_by_tensorflow(report, args.python_version) - keep - {canonicalize_name(name)}
+    built = {canonicalize_name(name), CLIENT}
+    dropped = provided_by_tensorflow(report, args.python_version) - keep - built
     dropped.add("tensorflow")
-    wanted = sorted(n for n in resolved if n not in dropped and n != canonicalize_name(name))
+    wanted = sorted(n for n in resolved if n not in dropped and n not in built)
     if not resolved.get("tensorflow-text", "").startswith(minor + "."):
         raise SystemExit(f"resolved tensorflow-text {resolved.get('tensorflow-text')}, not "
                          f"{minor}.*")

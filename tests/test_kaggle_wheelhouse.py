@@ -4,7 +4,7 @@ package offline next to a preinstalled TensorFlow, which it keeps.
 The image: a fresh virtual environment that sees the packages of the test runtime
 `tensorflow-2.20.0` (TensorFlow 2.20.0 + TF Text 2.20.0 and their dependencies, Keras 3.15.1,
 made once under the runtimes' cache and shared with `tests/export/test_runtime_matrix.py`)
-through a `.pth` file, as a notebook sees the image's site-packages; pip installs into the
+through a `.pth` file (`image_environment`), as a notebook sees the image's site-packages; pip installs into the
 new environment only, so the cached runtime is never changed. The wheelhouse is built for
 that TensorFlow by the script (from the package index), then installed by the first cell of
 `examples/kaggle_bert.ipynb` (`pip install --no-index --find-links WHEELHOUSE keras-bert-tf`),
@@ -26,7 +26,7 @@ import sys
 
 import pytest
 
-from tests.export.runtimes import RUNTIMES, runtime_python
+from tests.export.runtimes import RUNTIMES, image_environment, installed_versions
 from tests.rotation import share
 
 # The build fetches ~90 MB of wheels; ~1.5 min on 2 cores. The image is TF 2.20.0's runtime
@@ -40,7 +40,6 @@ NOTEBOOK = os.path.join(REPO, "examples", "kaggle_bert.ipynb")
 IMAGE = "tensorflow-2.20.0"
 TENSORFLOW, TENSORFLOW_TEXT = RUNTIMES[IMAGE]
 PACKAGE = "keras-bert-tf"
-SITE = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
 SMOKE = """
 import json, os
 import numpy as np
@@ -62,21 +61,6 @@ print(json.dumps({
 """
 
 
-def _image(runtime: str, folder) -> tuple[str, str]:
-    """(python, site-packages) of a new environment that sees `runtime`'s packages."""
-    base = runtime_python(runtime)
-    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv",
-                    "--without-pip", str(folder)], check=True)
-    python = os.path.join(folder, "bin", "python")
-    site = subprocess.run([python, "-c", SITE], capture_output=True, text=True,
-                          check=True).stdout.strip()
-    image_site = subprocess.run([base, "-c", SITE], capture_output=True, text=True,
-                                check=True).stdout.strip()
-    with open(os.path.join(site, "kaggle_image.pth"), "w") as f:
-        f.write(image_site + "\n")
-    return python, site
-
-
 def _offline_env() -> dict[str, str]:
     """No pip configuration (this machine's adds find-links and indexes) and a dead proxy:
     a request to any index would fail."""
@@ -88,10 +72,7 @@ def _offline_env() -> dict[str, str]:
 
 
 def _installed(python: str) -> dict[str, str]:
-    found = subprocess.run([python, "-m", "pip", "list", "--format", "json"],
-                           capture_output=True, text=True, check=True, env=_offline_env())
-    return {row["name"].lower().replace("_", "-"): row["version"]
-            for row in json.loads(found.stdout)}
+    return installed_versions(python, _offline_env())
 
 
 def _install(python: str, wheelhouse: str) -> subprocess.CompletedProcess:
@@ -132,7 +113,7 @@ def test_wheelhouse_installs_offline_and_keeps_the_image_tensorflow(wheelhouse, 
     assert f"for TensorFlow {TENSORFLOW} " in readme
     assert f"pip install --no-index --find-links /kaggle/input/<dataset> {PACKAGE}" in readme
 
-    python, site = _image(IMAGE, tmp_path / "image")
+    python, site = image_environment(IMAGE, tmp_path / "image")
     before = _installed(python)
     assert (before["tensorflow"], before["tensorflow-text"]) == (TENSORFLOW, TENSORFLOW_TEXT)
     assert PACKAGE not in before and "tensorflow-serving-api" not in before
@@ -165,7 +146,7 @@ def test_wheelhouse_installs_offline_and_keeps_the_image_tensorflow(wheelhouse, 
 
 
 def test_an_image_tensorflow_the_wheelhouse_does_not_serve_is_refused(wheelhouse, tmp_path):
-    python, site = _image("tensorflow-2.12.1", tmp_path / "image")
+    python, site = image_environment("tensorflow-2.12.1", tmp_path / "image")
     before = _installed(python)
     done = _install(python, wheelhouse)
     assert done.returncode != 0

@@ -1,18 +1,21 @@
 """The oldest versions `setup.cfg` admits (`constraints-oldest.txt`: TensorFlow 2.16,
-TF Text 2.16, Keras 3.9, ...): a plain `pip install` of the package next to an installed
-TensorFlow keeps it, and the package's smoke subset passes there.
+TF Text 2.16, Keras 3.9, ...): a plain `pip install` of the built wheels next to an
+installed TensorFlow keeps it, the installed commands work, and the package's smoke subset
+passes there.
 
-The environment is made once under the test runtimes' cache, as a user's would be: first
-TensorFlow 2.16.2 + TF Text 2.16.1 alone (the image they already have), then this repository
-with a plain `pip install .` (no pin of TensorFlow: the required dependencies leave it be;
+The environment is made under the test runtimes' cache, as a user's would be: first
+TensorFlow 2.16.2 + TF Text 2.16.1 alone (the image they already have), then the wheels
+`python -m build` makes of this checkout (the package and its client) with a plain `pip
+install` (no pin of TensorFlow: the required dependencies leave it be;
 `tensorflow-serving-api`, which requires one TensorFlow minor version, is the `serving`
 extra), with the oldest versions of the other dependencies as constraints. Without the
-extra, `keras-bert serve` says how to install it. The package is then
-uninstalled again so that the tests below, run from the repository, import this checkout's
-code with those dependencies. The subset: `convert` (Google and Hugging Face layouts),
-`keras-bert tokenize --rules google|huggingface` against Google's `tokenization.py` and HF
-`tokenizers` on the corpus, hard cases and the sampled code points, a fine-tuning run with
-`predict`, and an export loaded and run in a fresh process.
+extra, `keras-bert serve` says how to install it. From the installed wheel, in a folder
+outside the repository: `convert`, `tokenize`, `finetune`, `predict`, `export`
+(tests/installed_commands.py). Then the smoke subset runs from the repository (its
+checkout first on `sys.path`) with those dependencies: `convert` (Google and Hugging Face
+layouts), `keras-bert tokenize --rules google|huggingface` against Google's
+`tokenization.py` and HF `tokenizers` on the corpus, hard cases and the sampled code points,
+a fine-tuning run with `predict`, and an export loaded and run in a fresh process.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ import subprocess
 
 import pytest
 
+from tests.built_distributions import built_distributions
 from tests.export.runtimes import cache_dir, environment_python
+from tests.installed_commands import run_commands
 from tests.rotation import share
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,9 +52,9 @@ def _pins(path: str) -> dict[str, str]:
 
 
 def _oldest_python() -> str:
-    setup = open(os.path.join(REPO, "setup.cfg"), encoding="utf-8").read()
-    requires = setup[setup.index("install_requires"):setup.index("[options.packages.find]")]
-    key = hashlib.sha256((open(OLDEST).read() + requires).encode()).hexdigest()[:10]
+    built = built_distributions()
+    wheels = [built["keras-bert-client"].wheel, built["keras-bert-tf"].wheel]
+    key = hashlib.sha256((open(OLDEST).read() + " ".join(wheels)).encode()).hexdigest()[:10]
     pins = _pins(OLDEST)
     os.makedirs(cache_dir(), exist_ok=True)
     others = os.path.join(cache_dir(), f"oldest-others-{key}.txt")
@@ -63,9 +68,8 @@ def _oldest_python() -> str:
         f"oldest-supported-{key}",
         [*PIP_INSTALL, f"tensorflow=={pins['tensorflow']}",
          f"tensorflow-text=={pins['tensorflow-text']}"],
-        [*PIP_INSTALL, "-c", others, REPO, *tools],
+        [*PIP_INSTALL, "-c", others, *wheels, *tools],
         [*PIP_INSTALL, "--no-deps", *no_deps],
-        ["uninstall", "-q", "-y", "keras-bert-tf"],
         expect_tensorflow=pins["tensorflow"], installer="pip")
 
 
@@ -83,12 +87,17 @@ def test_oldest_supported_versions_run_the_smoke_subset(tmp_path):
     assert (found["tensorflow"], found["tensorflow-text"], found["keras"]) == (
         pins["tensorflow"], pins["tensorflow-text"], pins["keras"])
     assert "tensorflow-serving-api" not in found  # the `serving` extra
-    served = subprocess.run([python, "-m", "keras_bert.cli", "serve", str(tmp_path)],
-                            capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert found["keras-bert-tf"] == found["keras-bert-client"]
+    work = tmp_path / "work"
+    work.mkdir()
+    served = subprocess.run([os.path.join(os.path.dirname(python), "keras-bert"), "serve",
+                             str(tmp_path)], capture_output=True, text=True, cwd=work,
+                            timeout=300)
     assert served.returncode == 1 and served.stdout == ""
     (line,) = served.stderr.strip().splitlines()  # one line: what is missing, how to add it
     assert "keras-bert serve needs tensorflow-serving-api" in line
     assert "pip install 'keras-bert-tf[serving]'" in line
+    run_commands(os.path.dirname(python), str(work))
     done = subprocess.run(
         [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
          str(tmp_path / "inner"), *SMOKE_FILES, "-k", SMOKE_TESTS],

@@ -66,7 +66,7 @@ def _example_covered(command: str):
 # README lines that other tests run (pattern -> check that a test runs them).
 COVERED = [
     (r"^bash scripts/quickstart\.sh$", lambda c: _covered_by(
-        "tests/test_quickstart.py", "examples", "quickstart.py")),
+        "tests/test_quickstart.py", "keras-bert", "quickstart", "--quick")),
     (r"^bash scripts/test\.sh$", lambda c: _covered_by(".ci/run", "bash", "scripts/test.sh")),
     (r"jupyter execute examples/kaggle_bert\.ipynb", lambda c: _covered_by(
         "tests/examples/test_notebook.py", "examples", "kaggle_bert.ipynb")),

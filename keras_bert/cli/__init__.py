@@ -18,13 +18,14 @@ from keras_bert.cli import (
     predict,
     pretrain,
     query,
+    quickstart,
     serve,
     tokenize,
 )
 from keras_bert.cli.quiet_start import load_tensorflow
 
-COMMANDS = (convert, encode, tokenize, build_vocab, create_pretraining_data, pretrain,
-            finetune, predict, distill, export, serve, query, audit, attention)
+COMMANDS = (quickstart, convert, encode, tokenize, build_vocab, create_pretraining_data,
+            pretrain, finetune, predict, distill, export, serve, query, audit, attention)
 
 
 VERSIONED = ("keras-bert-tf", "tensorflow", "tensorflow-text", "keras")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from keras_bert.cli.options import add_rules_argument
 
 
@@ -29,26 +27,8 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Computes the attention probabilities, draws them and prints where the PNG went."""
-    from keras_bert.checkpoints.model_dir import load_model_dir
-    from keras_bert.visualize.attention_maps import plot_attention, text_attention
+    from keras_bert.visualize.attention_maps import draw_text_attention
 
-    model_dir = load_model_dir(args.model_dir).with_rules(args.rules)
-    tokens, probs = text_attention(model_dir, args.text, args.text_b, args.max_length)
-    plot_attention(probs, tokens, args.out, layers=args.layers,
-                   title=attention_title(model_dir.path, args.text, args.text_b))
-    shown = len(args.layers) if args.layers else probs.shape[0]
-    print(f"wrote {args.out}: {shown} layers x {probs.shape[1]} heads over {len(tokens)} "
-          "tokens")
+    print(draw_text_attention(args.model_dir, args.text, args.out, args.text_b, args.rules,
+                              args.layers, args.max_length))
     return 0
-
-
-def attention_title(model_path: str, text: str, text_b: str | None = None,
-                    width: int = 48) -> str:
-    """A short title: the model's name (its directory, with the run's name for a job's
-    `OUT/model`) and the text, cut to `width` characters."""
-    parts = os.path.normpath(os.path.abspath(model_path)).split(os.sep)
-    name = "/".join(parts[-2:]) if parts[-1] == "model" and len(parts) > 1 else parts[-1]
-    shown = text if text_b is None else f"{text} | {text_b}"
-    if len(shown) > width:
-        shown = shown[:width - 1] + "…"
-    return f"{name}: \u201c{shown}\u201d"

@@ -10,9 +10,18 @@ both and the command that fixes it.
 from __future__ import annotations
 
 import importlib.metadata
+import platform
 import re
+import sys
 
 import tensorflow as tf
+
+# Where tensorflow-text has wheels for the TensorFlow releases this package supports (PyPI,
+# checked with `pip download --platform ...` on 2026-11-27): Linux x86_64 for 2.16-2.21,
+# macOS on Apple silicon for 2.17-2.21; Windows and Linux aarch64 none.
+SUPPORTED_PLATFORMS = ("tensorflow-text has wheels for Linux x86_64 (TensorFlow 2.16-2.21) "
+                       "and macOS on Apple silicon (2.17-2.21), none for Windows or Linux "
+                       "aarch64: on Windows, use WSL2 (Linux)")
 
 
 def minor_version(version: str) -> tuple[int, int]:
@@ -33,6 +42,19 @@ def installed_tf_text_version() -> str | None:
     return None
 
 
+def missing_tf_text(tf_version: str, system: str, machine: str) -> str:
+    """What to do when tensorflow-text is absent, on `system` (`sys.platform`) and
+    `machine` (`platform.machine()`)."""
+    major, minor = minor_version(tf_version)
+    where = f"{system} {machine}"
+    if (system == "win32" or machine.lower() in ("aarch64", "arm64") and system == "linux"
+            or system == "darwin" and machine == "arm64" and (major, minor) < (2, 17)):
+        return (f"keras_bert's text pipeline needs tensorflow-text, which has no build for "
+                f"tensorflow {tf_version} on {where}: {SUPPORTED_PLATFORMS}")
+    return (f"keras_bert needs tensorflow-text for tensorflow {tf_version}: "
+            f'pip install "tensorflow-text=={major}.{minor}.*"')
+
+
 def check_tf_text_matches(tf_version: str | None = None,
                           text_version: str | None = None) -> None:
     """Raises `ImportError` unless tensorflow-text is installed for TensorFlow's minor version."""
@@ -41,8 +63,7 @@ def check_tf_text_matches(tf_version: str | None = None,
     major, minor = minor_version(tf_version)
     wanted = f'pip install "tensorflow-text=={major}.{minor}.*"'
     if text_version is None:
-        raise ImportError(f"keras_bert needs tensorflow-text for tensorflow {tf_version}: "
-                          f"{wanted}")
+        raise ImportError(missing_tf_text(tf_version, sys.platform, platform.machine()))
     if minor_version(text_version) != (major, minor):
         raise ImportError(
             f"tensorflow-text {text_version} does not match tensorflow {tf_version}: TF Text's "

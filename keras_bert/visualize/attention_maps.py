@@ -12,6 +12,7 @@ The figure size is fixed by the panel count, so the PNG is exactly
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -90,3 +91,30 @@ def plot_attention(probs: np.ndarray, tokens: Sequence[str], path: str,
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
+
+
+def attention_title(model_path: str, text: str, text_b: str | None = None,
+                    width: int = 48) -> str:
+    """A short title: the model's name (its directory, with the run's name for a job's
+    `OUT/model`) and the text, cut to `width` characters."""
+    parts = os.path.normpath(os.path.abspath(model_path)).split(os.sep)
+    name = "/".join(parts[-2:]) if parts[-1] == "model" and len(parts) > 1 else parts[-1]
+    shown = text if text_b is None else f"{text} | {text_b}"
+    if len(shown) > width:
+        shown = shown[:width - 1] + "\u2026"
+    return f"{name}: \u201c{shown}\u201d"
+
+
+def draw_text_attention(model_path: str, text: str, out: str, text_b: str | None = None,
+                        rules: str | None = None, layers: Sequence[int] | None = None,
+                        max_length: int = 64) -> str:
+    """`keras-bert attention`: the heat map of the model directory at `model_path` on one
+    text (or pair) written to `out`; returns the line saying what was drawn."""
+    from keras_bert.checkpoints.model_dir import load_model_dir
+
+    model_dir = load_model_dir(model_path).with_rules(rules)
+    tokens, probs = text_attention(model_dir, text, text_b, max_length)
+    plot_attention(probs, tokens, out, layers=layers,
+                   title=attention_title(model_dir.path, text, text_b))
+    shown = len(layers) if layers else probs.shape[0]
+    return f"wrote {out}: {shown} layers x {probs.shape[1]} heads over {len(tokens)} tokens"

@@ -10,7 +10,11 @@ import sys
 import pytest
 import tensorflow as tf
 
-from keras_bert.text.dependency_check import check_tf_text_matches, minor_version
+from keras_bert.text.dependency_check import (
+    check_tf_text_matches,
+    minor_version,
+    missing_tf_text,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -37,6 +41,36 @@ def test_mismatch_names_both_versions_and_the_fix():
     assert 'pip install "tensorflow-text==2.21.*"' in message
     with pytest.raises(ImportError, match="2.21.0"):
         check_tf_text_matches("2.21.0", "3.21.0")  # the major counts too
+
+
+@pytest.mark.parametrize("system, machine, tf_version", [
+    ("win32", "AMD64", "2.20.0"), ("linux", "aarch64", "2.21.0"), ("darwin", "arm64", "2.16.2")])
+def test_a_platform_without_tf_text_builds_is_named_with_where_it_runs(system, machine,
+                                                                       tf_version):
+    message = missing_tf_text(tf_version, system, machine)
+    assert f"no build for tensorflow {tf_version} on {system} {machine}" in message
+    assert "Linux x86_64 (TensorFlow 2.16-2.21)" in message and "WSL2" in message
+
+
+@pytest.mark.parametrize("system, machine, tf_version", [
+    ("linux", "x86_64", "2.21.0"), ("darwin", "arm64", "2.17.1")])
+def test_where_tf_text_has_builds_the_message_is_the_install_command(system, machine,
+                                                                      tf_version):
+    minor = tf_version.rsplit(".", 1)[0]
+    assert missing_tf_text(tf_version, system, machine).endswith(
+        f'pip install "tensorflow-text=={minor}.*"')
+
+
+def test_the_requirement_leaves_tf_text_out_where_it_has_no_wheels():
+    from packaging.requirements import Requirement
+
+    setup = open(os.path.join(REPO, "setup.cfg"), encoding="utf-8").read()
+    [line] = [line.strip() for line in setup.splitlines()
+              if line.strip().startswith("tensorflow-text>=")]
+    marker = Requirement(line).marker
+    for system, machine, wanted in [("win32", "AMD64", False), ("linux", "aarch64", False),
+                                    ("linux", "x86_64", True), ("darwin", "arm64", True)]:
+        assert marker.evaluate({"sys_platform": system, "platform_machine": machine}) == wanted
 
 
 def test_this_environment_is_a_matching_pair():

@@ -86,3 +86,34 @@ def environment_python(name: str, *pip_commands: list[str], expect_tensorflow: s
                 raise RuntimeError(f"{folder} has tensorflow {found}, not {expect_tensorflow}")
             open(done, "w").close()
     return python
+
+
+SITE = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+
+
+def image_environment(runtime: str, folder) -> tuple[str, str]:
+    """`(python, site-packages)` of a new environment at `folder` that sees `runtime`'s
+    packages through a `.pth` file, as a preinstalled TensorFlow image's users see theirs;
+    pip installs into the new environment only, so the cached runtime never changes."""
+    base = runtime_python(runtime)
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv",
+                    "--without-pip", str(folder)], check=True)
+    python = os.path.join(folder, "bin", "python")
+    site = subprocess.run([python, "-c", SITE], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    image_site = subprocess.run([base, "-c", SITE], capture_output=True, text=True,
+                                check=True).stdout.strip()
+    with open(os.path.join(site, "image.pth"), "w") as f:
+        f.write(image_site + "\n")
+    return python, site
+
+
+def installed_versions(python: str, env: dict | None = None) -> dict[str, str]:
+    """`{distribution: version}` of what `python` sees (`pip list`), names normalized."""
+    import json
+
+    found = subprocess.run([python, "-m", "pip", "list", "--format", "json",
+                            "--disable-pip-version-check"], capture_output=True, text=True,
+                           check=True, env=env)
+    return {row["name"].lower().replace("_", "-"): row["version"]
+            for row in json.loads(found.stdout)}
