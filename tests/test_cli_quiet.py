@@ -27,12 +27,23 @@ E0000 00:00:1795750592.302766    1068 cuda_platform.cc:52] failed call to cuInit
 """  # noqa: E501
 
 
-def _tokenize(env_extra: dict) -> subprocess.CompletedProcess:
+def _run(args: list[str], env_extra: dict | None = None,
+         stdin: str | None = None) -> subprocess.CompletedProcess:
+    """`keras-bert ARGS` with TensorFlow's own log settings unset, as a user's shell has."""
     env = {k: v for k, v in os.environ.items()
            if k not in (SHOW_ALL_VARIABLE, "TF_CPP_MIN_LOG_LEVEL")}
-    return subprocess.run([*CLI, "tokenize", "--vocab", VOCAB, "--tokens"],
-                          input="the whale\n", capture_output=True, text=True, timeout=300,
-                          env={**env, **env_extra}, check=True)
+    return subprocess.run([*CLI, *args], input=stdin, capture_output=True, text=True,
+                          timeout=600, env={**env, **(env_extra or {})}, check=True)
+
+
+def _tokenize(env_extra: dict, debug: bool = False) -> subprocess.CompletedProcess:
+    return _run([*(["--debug"] if debug else []), "tokenize", "--vocab", VOCAB, "--tokens"],
+                env_extra, stdin="the whale\n")
+
+
+def _assert_tensorflow_lines(stderr: str) -> None:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert lines and all(any(p.search(line) for p in HARMLESS) for line in lines), lines
 
 
 def test_a_command_prints_its_own_output_only():
@@ -41,8 +52,18 @@ def test_a_command_prints_its_own_output_only():
     assert quiet.stderr == ""
     loud = _tokenize({SHOW_ALL_VARIABLE: "1"})  # the control: TensorFlow's own lines
     assert loud.stdout == "the whale\n"
-    lines = [line for line in loud.stderr.splitlines() if line.strip()]
-    assert lines and all(any(p.search(line) for p in HARMLESS) for line in lines), lines
+    _assert_tensorflow_lines(loud.stderr)
+    debug = _tokenize({}, debug=True)  # --debug brings them back too
+    assert debug.stdout == "the whale\n"
+    _assert_tensorflow_lines(debug.stderr)
+
+
+def test_convert_and_export_print_nothing_on_stderr(tiny_model_dir, tmp_path):
+    converted = _run(["convert", tiny_model_dir, str(tmp_path / "hf"), "--to", "huggingface"])
+    assert converted.stdout and converted.stderr == ""
+    exported = _run(["export", tiny_model_dir, str(tmp_path / "served")])
+    assert os.path.exists(tmp_path / "served" / "1" / "saved_model.pb")
+    assert exported.stdout and exported.stderr == ""
 
 
 def test_harmless_start_up_lines_are_dropped_and_others_kept():
