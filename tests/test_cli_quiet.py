@@ -78,5 +78,6 @@ def test_version_names_the_installed_versions():
     out = subprocess.run([*CLI, "--version"], capture_output=True, text=True, timeout=120,
                          check=True)
     want = ", ".join(f"{name} {metadata.version(name)}" for name in
-                     ("keras-bert-tf", "tensorflow", "tensorflow-text", "keras"))
+                     ("keras-bert-tf", "keras-bert-client", "tensorflow", "tensorflow-text",
+                      "keras"))
     assert out.stdout.strip() == want and out.stderr == ""

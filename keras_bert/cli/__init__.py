@@ -28,7 +28,7 @@ COMMANDS = (quickstart, convert, encode, tokenize, build_vocab, create_pretraini
             pretrain, finetune, predict, distill, export, serve, query, audit, attention)
 
 
-VERSIONED = ("keras-bert-tf", "tensorflow", "tensorflow-text", "keras")
+VERSIONED = ("keras-bert-tf", "keras-bert-client", "tensorflow", "tensorflow-text", "keras")
 
 
 def versions_line() -> str:
@@ -48,7 +48,7 @@ def versions_line() -> str:
 class _PrintVersions(argparse.Action):
     def __init__(self, option_strings, dest, **kwargs):
         super().__init__(option_strings, dest, nargs=0, help=(
-            "print the versions of keras-bert, TensorFlow, TF Text and Keras, and exit"))
+            "print the versions of keras-bert, its client, TensorFlow, TF Text and Keras, and exit"))
 
     def __call__(self, parser, namespace, values, option_string=None):
         print(versions_line())
