@@ -77,6 +77,7 @@ SHARES: dict[str, Share] = {
     "bench:tokenizer_speed.py": Share(12, 10, 30),  # ~
     "bench:preprocessing_cost.py": Share(12, 10, 33),
     "bench:finetune_step.py": Share(12, 10, 52),
+    "bench:client_codec.py": Share(12, 1, 15),  # ~ (9 s alone, session 25)
     "bench:long_documents.py": Share(12, 10, 40),  # ~ (session 23: ~25 s alone)
     "readme:convert_pretrain": Share(12, 11, 390),
 }

@@ -39,6 +39,7 @@ BENCHMARKS = {
                                  r"[\d.]+$(?s:.*)^windows-text-loss +8 +mean +[\d.]+$",
     "text_classifier_fit.py": r"defaults: ours [\d.]+x keras-hub's fit speed; accuracy "
                               r"[\d.]+ vs [\d.]+",
+    "client_codec.py": r"\| 8 \| typed \| \d+ \| \d+ \| [\d.]+x \|",
 }
 
 

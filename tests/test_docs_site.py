@@ -49,7 +49,8 @@ def _copy(tmp_path) -> tuple[str, str]:
         text = f.read()
     for old, new in (("docs_dir: docs\n", f"docs_dir: {docs}\n"),
                      ("  - docs/hooks.py\n", f"  - {os.path.join(REPO, 'docs', 'hooks.py')}\n"),
-                     ('paths: ["."]', f'paths: ["{REPO}"]'),
+                     ('paths: [".", "client"]',
+                      f'paths: ["{REPO}", "{os.path.join(REPO, "client")}"]'),
                      ('base_path: ["."]', f'base_path: ["{REPO}"]')):
         assert text.count(old) == 1, old
         text = text.replace(old, new)

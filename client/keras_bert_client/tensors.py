@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_bert_client.wire import Fields, WireError, field, signed, varint_field
+from keras_bert_client.wire import Fields, WireError, field, signed, varint, varint_field
 
 # tensorflow.DataType: the values this client reads and writes, by number.
 DTYPE_NAMES = {0: "DT_INVALID", 1: "DT_FLOAT", 2: "DT_DOUBLE", 3: "DT_INT32", 4: "DT_UINT8",
@@ -62,7 +62,9 @@ def encode_tensor(value) -> bytes:
     array = _as_array(value)
     if array.dtype.kind in "USO":
         dtype = DT_STRING
-        payload = b"".join(field(_STRING_VAL, _utf8(item)) for item in array.reshape(-1))
+        key = varint(_STRING_VAL << 3 | 2)
+        payload = b"".join([key + varint(len(item)) + item
+                            for item in map(_utf8, array.reshape(-1))])
     elif array.dtype in _DTYPES:
         dtype = _DTYPES[array.dtype]
         content = array.astype(array.dtype.newbyteorder("<")).tobytes()
@@ -79,21 +81,17 @@ def shape_of(shape: Fields | None) -> list[int]:
     return [signed(Fields(dim).one(_DIM_SIZE, 0)) for dim in shape.all(_SHAPE_DIM)]
 
 
-def _values(proto: Fields, dtype: int) -> list:
+def _values(proto: Fields, dtype: int):
+    """The typed value list of `dtype` (a list, or an array for the fixed-size ones)."""
     if dtype == DT_STRING:
-        return proto.all(_STRING_VAL)
-    if dtype == 1:
-        return proto.fixed(_FLOAT_VAL, "f")
-    if dtype == 2:
-        return proto.fixed(_DOUBLE_VAL, "d")
-    if dtype == 8:
-        pairs = proto.fixed(_SCOMPLEX_VAL, "f")
-        return [complex(*pairs[i:i + 2]) for i in range(0, len(pairs), 2)]
-    if dtype == 18:
-        pairs = proto.fixed(_DCOMPLEX_VAL, "d")
-        return [complex(*pairs[i:i + 2]) for i in range(0, len(pairs), 2)]
+        return [bytes(v) for v in proto.all(_STRING_VAL)]
+    if dtype in (1, 2, 8, 18):  # float, double, complex64 (float pairs), complex128
+        number, code, kind = {1: (_FLOAT_VAL, "f", "<f4"), 2: (_DOUBLE_VAL, "d", "<f8"),
+                              8: (_SCOMPLEX_VAL, "f", "<c8"),
+                              18: (_DCOMPLEX_VAL, "d", "<c16")}[dtype]
+        return np.frombuffer(proto.fixed(number, code), kind)
     if dtype == 19:  # half_val holds each float16's bits
-        return list(np.array(proto.varints(_HALF_VAL), np.uint16).view(np.float16))
+        return np.array(proto.varints(_HALF_VAL), np.uint16).view(np.float16)
     if dtype == 10:
         return [bool(v) for v in proto.varints(_BOOL_VAL)]
     if dtype in (22, 23):
@@ -112,12 +110,17 @@ def decode_tensor(data: bytes) -> np.ndarray:
                         "reads")
     if dtype != DT_STRING and _CONTENT in proto:
         kind = np.dtype(_NUMPY[dtype]).newbyteorder("<")
-        return np.frombuffer(proto.one(_CONTENT), kind).astype(_NUMPY[dtype]).reshape(shape)
+        content = proto.one(_CONTENT)
+        if len(content) != size * kind.itemsize:
+            raise WireError(f"tensor of shape {shape}: {len(content)} bytes of content")
+        return np.frombuffer(content, kind).astype(_NUMPY[dtype]).reshape(shape)
     values = _values(proto, dtype)
     kind = object if dtype == DT_STRING else _NUMPY[dtype]
     if len(values) > size:
         raise WireError(f"tensor of shape {shape} holds {len(values)} values")
-    if not values:
+    if len(values) == size:
+        return np.array(values, kind).reshape(shape)
+    if not len(values):
         return np.full(shape, b"" if dtype == DT_STRING else 0, kind)
     array = np.empty(size, kind)
     array[:len(values)] = values

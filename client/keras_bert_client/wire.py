@@ -18,8 +18,13 @@ class WireError(ValueError):
     """Bytes that are not a well-formed protocol buffer message."""
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(128)]
+
+
 def varint(value: int) -> bytes:
     """`value` as a varint; negative values as their 64-bit two's complement (10 bytes)."""
+    if 0 <= value < 128:
+        return _ONE_BYTE[value]
     if value < 0:
         value += 1 << 64
     out = bytearray()
@@ -51,6 +56,8 @@ def map_entry(number: int, key: str, value: bytes) -> bytes:
 
 
 def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    if at < len(data) and data[at] < 0x80:  # one byte: most keys and lengths
+        return data[at], at + 1
     value, shift = 0, 0
     while True:
         if at >= len(data) or shift > 63:
@@ -68,6 +75,7 @@ class Fields:
 
     def __init__(self, data: bytes):
         self._fields: dict[int, list[tuple[int, int | bytes]]] = defaultdict(list)
+        data = memoryview(data)  # values are slices of it, not copies
         at = 0
         while at < len(data):
             key, at = _read_varint(data, at)
@@ -83,7 +91,7 @@ class Fields:
                 size, at = _read_varint(data, at)
                 if at + size > len(data):
                     raise WireError(f"field {number}: length {size} runs past the message")
-                value, at = bytes(data[at:at + size]), at + size
+                value, at = data[at:at + size], at + size
             else:
                 raise WireError(f"field {number}: unsupported wire type {kind}")
             self._fields[number].append((kind, value))
@@ -92,7 +100,8 @@ class Fields:
         return number in self._fields
 
     def all(self, number: int) -> list:
-        """A repeated field's values (length-delimited ones: strings, bytes, messages)."""
+        """A repeated field's values (length-delimited ones, strings, bytes and messages, as
+        views of the parsed bytes)."""
         return [value for _, value in self._fields.get(number, [])]
 
     def one(self, number: int, default=None):
@@ -102,7 +111,7 @@ class Fields:
 
     def text(self, number: int) -> str:
         """A singular string field ("" when absent)."""
-        return self.one(number, b"").decode("utf-8")
+        return bytes(self.one(number, b"")).decode("utf-8")
 
     def message(self, number: int) -> Fields | None:
         """A singular message field, parsed; None when absent."""
@@ -121,18 +130,19 @@ class Fields:
                 out.append(value)
         return out
 
-    def fixed(self, number: int, code: str) -> list:
-        """A repeated fixed-size field's values (`code`: struct's "f" or "d"), packed or not."""
-        size, out = struct.calcsize("<" + code), []
+    def fixed(self, number: int, code: str) -> bytes:
+        """A repeated fixed-size field's values (`code`: struct's "f" or "d"), packed or not,
+        as their little-endian bytes (for `numpy.frombuffer`)."""
+        size, parts = struct.calcsize("<" + code), []
         for kind, value in self._fields.get(number, []):
             if kind == LENGTH:
                 if len(value) % size:
                     raise WireError(f"field {number}: packed length {len(value)} is not a "
                                     f"multiple of {size}")
-                out.extend(struct.unpack(f"<{len(value) // size}{code}", value))
+                parts.append(value)
             else:
-                out.append(struct.unpack("<" + code, value.to_bytes(size, "little"))[0])
-        return out
+                parts.append(value.to_bytes(size, "little"))
+        return b"".join(parts)
 
     def map(self, number: int) -> dict[str, bytes]:
         """A `map<string, Message>` field as `{key: the value message's bytes}`."""
