@@ -38,8 +38,8 @@ SHARES: dict[str, Share] = {
     # that carry the heaviest real-MiniLM runs (slots 4, 5, 10, 11 of the cycle).
     # Session 23 builds the runtimes with uv (TF 2.12.1's: ~55 -> 23 s alone): "~".
     "env:tf-2.12.1": Share(3, 0, 110),  # ~ (133 with pip: matrix 110 + runtime_check 23)
-    # ~ (matrix 101 + the wheelhouse 148 + the wheels installed next to it, 96 s alone in
-    # session 25)
+    # ~ (matrix 101 + the wheelhouse 148 + the wheels installed next to it: 96 s alone; in
+    # session 25's fresh-clone slot-7 run the last two took 56 and 87 s)
     "env:tf-2.20.0": Share(6, 1, 345),
     "env:oldest": Share(6, 2, 220),  # tests/test_oldest_supported.py: 220 alone, session 25
     # Real processes and the examples without learning checks, once in six landings.
