@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from keras_bert import quickstart_job as quickstart
 from keras_bert.tasks.readers import TextExample
 from tests.built_distributions import built_distributions
-from tests.export.runtimes import install_command
+from tests.export.runtimes import new_environment
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,13 +25,8 @@ def wheel_environment(folder) -> str:
     """A new environment holding the built wheels (with the `serving` extra) at
     constraints.txt's versions; its `bin` folder."""
     built = built_distributions()
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", str(folder)], check=True)
-    python = os.path.join(folder, "bin", "python")
-    subprocess.run(install_command("uv", python, [
-        "install", "-q", "-c", os.path.join(REPO, "constraints.txt"),
-        built["keras-bert-client"].wheel + "[grpc]",
-        built["keras-bert-tf"].wheel + "[serving]"]), check=True, timeout=900)
+    python = new_environment(folder, built["keras-bert-client"].wheel + "[grpc]",
+                             built["keras-bert-tf"].wheel + "[serving]")
     return os.path.dirname(python)
 
 

@@ -46,11 +46,11 @@ def missing_tf_text(tf_version: str, system: str, machine: str) -> str:
     """What to do when tensorflow-text is absent, on `system` (`sys.platform`) and
     `machine` (`platform.machine()`)."""
     major, minor = minor_version(tf_version)
-    where = f"{system} {machine}"
-    if (system == "win32" or machine.lower() in ("aarch64", "arm64") and system == "linux"
-            or system == "darwin" and machine == "arm64" and (major, minor) < (2, 17)):
+    linux_arm = system == "linux" and machine.lower() in ("aarch64", "arm64")
+    mac_arm_before_2_17 = system == "darwin" and machine == "arm64" and (major, minor) < (2, 17)
+    if system == "win32" or linux_arm or mac_arm_before_2_17:
         return (f"keras_bert's text pipeline needs tensorflow-text, which has no build for "
-                f"tensorflow {tf_version} on {where}: {SUPPORTED_PLATFORMS}")
+                f"tensorflow {tf_version} on {system} {machine}: {SUPPORTED_PLATFORMS}")
     return (f"keras_bert needs tensorflow-text for tensorflow {tf_version}: "
             f'pip install "tensorflow-text=={major}.{minor}.*"')
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 from keras_bert.cli import main
 from keras_bert.devserver.server import ModelServer
-from tests.export.runtimes import install_command
+from tests.export.runtimes import new_environment
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEXTS = ["Call me Ishmael.", "naïve café, 100,000 words"]
@@ -32,14 +31,8 @@ with RestClient(sys.argv[1], "bert") as client:
 @pytest.fixture(scope="module")
 def client_python(tmp_path_factory) -> str:
     """A new environment holding `client/` with its gRPC extra (and nothing else asked)."""
-    folder = tmp_path_factory.mktemp("client-env") / "venv"
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", str(folder)], check=True)
-    python = str(folder / "bin" / "python")
-    subprocess.run(install_command("uv", python, [
-        "install", "-q", "-c", os.path.join(REPO, "constraints.txt"),
-        os.path.join(REPO, "client") + "[grpc]"]), check=True, timeout=600)
-    return python
+    return new_environment(tmp_path_factory.mktemp("client-env") / "venv",
+                           os.path.join(REPO, "client") + "[grpc]")
 
 
 def _run(command: list[str]) -> subprocess.CompletedProcess:

@@ -88,6 +88,19 @@ def environment_python(name: str, *pip_commands: list[str], expect_tensorflow: s
     return python
 
 
+def new_environment(folder, *requirements: str) -> str:
+    """The interpreter of a new virtual environment at `folder` (not cached) holding
+    `requirements` at constraints.txt's versions, installed by uv."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv",
+                    str(folder)], check=True)
+    python = os.path.join(folder, "bin", "python")
+    subprocess.run(install_command("uv", python, [
+        "install", "-q", "-c", os.path.join(repo, "constraints.txt"), *requirements]),
+        check=True, timeout=900)
+    return python
+
+
 SITE = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
 
 
