@@ -1,6 +1,8 @@
 """`keras-bert convert / tokenize / finetune / predict / export` run from an installed
-wheel, in a folder outside the repository, on the real all-MiniLM-L6-v2 weights: what the
-environments with a preinstalled TensorFlow check (tests/test_oldest_supported.py,
+wheel, in a folder outside the repository, on the real all-MiniLM-L6-v2 weights, and the
+export run as TF Serving runs it (the Session loader, TF Text as kernel libraries:
+tests/export/run_session_bundle.py) by that environment's TensorFlow: what the environments
+with a preinstalled TensorFlow check (tests/test_oldest_supported.py,
 tests/test_install_next_to_tensorflow.py)."""
 
 from __future__ import annotations
@@ -10,23 +12,16 @@ import json
 import os
 import subprocess
 
+import numpy as np
+
+from tests.export.helpers import read_outputs, run_session_jobs
+from tests.export.run_session_bundle import save_arrays
 from tests.reference import minilm_dir
 
 POSITIVE = ["a wonderful warm film", "great acting and a fine story", "I loved every minute",
             "a joy to watch", "brilliant and moving", "the best film this year"]
 NEGATIVE = ["a dull tired film", "bad acting and a weak story", "I hated every minute",
             "a chore to watch", "boring and flat", "the worst film this year"]
-PROBE = """
-import json, sys
-import tensorflow as tf
-import tensorflow_text  # registers TF Text's ops, as TF Serving links them
-serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
-out = serve(text=tf.constant(sys.argv[2:]))
-print(json.dumps({"label": [v.decode() for v in out["label"].numpy().tolist()],
-                  "probabilities": out["probabilities"].numpy().tolist()}))
-"""
-
-
 def _write_csv(path: str, rows: list[tuple[str, str]]) -> str:
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
@@ -61,13 +56,15 @@ def run_commands(bin_dir: str, work: str, env: dict | None = None) -> dict:
     predicted = [json.loads(line) for line in
                  run("predict", "runs/cls/model", "--input", evaluation).splitlines()]
     run("export", "runs/cls/model", "exports/cls")
-    served = subprocess.run([os.path.join(bin_dir, "python"), "-c", PROBE,
-                             os.path.join(work, "exports", "cls", "1"),
-                             *[t for t, _ in labelled]], cwd=work, env=env,
-                            capture_output=True, text=True, timeout=600)
-    assert served.returncode == 0, served.stderr[-3000:]
-    answers = json.loads(served.stdout.strip().splitlines()[-1])
-    assert answers["label"] == [row["label"] for row in predicted]
-    for got, want in zip(answers["probabilities"], predicted, strict=True):
-        assert max(abs(a - b) for a, b in zip(got, want["probabilities"], strict=True)) < 1e-4
+    inputs, outputs = os.path.join(work, "in.npz"), os.path.join(work, "out.npz")
+    save_arrays(inputs, {"text": np.array([t.encode() for t, _ in labelled], object)})
+    run_session_jobs(os.path.join(bin_dir, "python"), [{
+        "export": os.path.join(work, "exports", "cls", "1"), "signature": "serving_default",
+        "inputs": inputs, "outputs": outputs}], work)
+    served = read_outputs(outputs)
+    assert "error" not in served, served
+    assert [v.decode() for v in served["label"].tolist()] == [
+        row["label"] for row in predicted]
+    np.testing.assert_allclose(served["probabilities"],
+                               [row["probabilities"] for row in predicted], atol=1e-4)
     return {"ids": ids, "metrics": metrics, "predicted": predicted}
