@@ -7,7 +7,11 @@
 
 The manifest's `tokenizer` block (casing and rules: `google` or `huggingface`; a directory
 written before rules were recorded reads as `google`) and `preprocessor` block (sequence lengths) with
-`vocab.txt` rebuild the model's one `BertPreprocessor` (`ModelDir.preprocessor()`).
+`vocab.txt` rebuild the model's one `BertPreprocessor` (`ModelDir.preprocessor()`). Its
+`precision` is the Keras dtype policy the model computes in (`float32`, `mixed_bfloat16`,
+`mixed_float16`): the encoder is rebuilt in it unless a caller asks for another, so a model
+trained in mixed precision answers after loading as it did before saving (a directory
+written before the precision was recorded reads as `float32`, what it was loaded in then).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class ModelDir:
     lower_case: bool
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
     rules: str = DEFAULT_RULES
+    precision: str = "float32"
 
     @property
     def vocab_file(self) -> str:
@@ -44,8 +49,9 @@ class ModelDir:
         return os.path.join(self.path, "vocab.txt")
 
     def load_encoder(self, dtype=None) -> BertEncoder:
-        """The `BertEncoder` with this directory's weights."""
-        encoder = BertEncoder(self.config, dtype=dtype)
+        """The `BertEncoder` with this directory's weights, computing in `dtype` (a Keras
+        dtype policy or its name; None: the recorded `precision`)."""
+        encoder = BertEncoder(self.config, dtype=dtype or self.precision)
         encoder.load_weights(os.path.join(self.path, ENCODER_WEIGHTS))
         return encoder
 
@@ -116,6 +122,7 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab_file: str, lower_case:
     shutil.copyfile(vocab_file, os.path.join(tmp, "vocab.txt"))
     encoder.save_weights(os.path.join(tmp, ENCODER_WEIGHTS))
     manifest = {"format_version": FORMAT_VERSION, "config": encoder.config.to_dict(),
+                "precision": encoder.dtype_policy.name,
                 "tokenizer": {"vocab_file": "vocab.txt", "lower_case": bool(lower_case),
                               "rules": tokenizer_rules(rules or DEFAULT_RULES).name},
                 "weights": ENCODER_WEIGHTS, "metadata": metadata}
@@ -148,6 +155,7 @@ def load_model_dir(path: str) -> ModelDir:
     return ModelDir(path=os.path.abspath(path), config=BertConfig.from_dict(manifest["config"]),
                     lower_case=manifest["tokenizer"]["lower_case"],
                     metadata=manifest.get("metadata", {}),
+                    precision=manifest.get("precision", "float32"),
                     rules=tokenizer_rules(manifest["tokenizer"].get("rules", DEFAULT_RULES)).name)
 
 

@@ -26,10 +26,11 @@ def register(subparsers) -> None:
     p.add_argument("--seq-length", type=int,
                    help="static sequence length (TPU/XLA); default: pad to the longest text")
     p.add_argument("--max-length", type=int, help="truncation length when not static")
-    p.add_argument("--precision", default="float32", choices=("float32", "bfloat16", "float16"),
+    p.add_argument("--precision", choices=("float32", "bfloat16", "float16"),
                    help="matmul precision of the served model (bfloat16: TPUs, Ampere+ GPUs, "
                         "CPUs with AMX; float16: older GPUs); softmax, LayerNorm statistics, "
-                        "weights and outputs stay float32 (default float32)")
+                        "weights and outputs stay float32 (default: the precision the model "
+                        "was trained and saved in, so the export answers as predict does)")
     p.add_argument("--xla", action="store_true",
                    help="run the network XLA-compiled over length buckets (sentence-level "
                         "tasks; TF Serving needs --xla_cpu_compilation_enabled=true)")
@@ -50,7 +51,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Exports and prints where the version went and its signatures."""
-    if args.hub and (args.precision != "float32" or args.xla):
+    if args.hub and (args.precision not in (None, "float32") or args.xla):
         raise ValueError("--hub writes plain float32 encoders; --precision and --xla apply "
                          "to the single-SavedModel export")
     if args.hub:
@@ -58,8 +59,8 @@ def run(args) -> int:
         from keras_bert.export.hub_pair import export_hub_pair
 
         model_dir = load_model_dir(args.model_dir).with_rules(args.rules)
-        paths = export_hub_pair(model_dir.load_encoder(), model_dir.preprocessor(), args.base_dir,
-                                default_seq_length=args.seq_length)
+        paths = export_hub_pair(model_dir.load_encoder("float32"), model_dir.preprocessor(),
+                                args.base_dir, default_seq_length=args.seq_length)
         if not args.no_audit:
             from keras_bert.export.op_audit import check
 

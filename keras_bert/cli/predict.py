@@ -38,6 +38,9 @@ def register(subparsers) -> None:
     p.add_argument("--seq-length", type=int,
                    help="truncation length (default: the training sequence length)")
     p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--precision", choices=("float32", "bfloat16", "float16"),  # as export's
+                   help="matmul precision (default: the one the model was saved in, as its "
+                        "export computes)")
     add_rules_argument(p, "the rules the model was trained with")
     p.set_defaults(run=run)
 
@@ -52,8 +55,10 @@ def run(args) -> int:
     """Loads the model, answers every input row with its export's functions (run in this
     process) and writes JSON lines to stdout."""
     from keras_bert.checkpoints.task_dir import load_task_model
+    from keras_bert.export.exporter import EXPORT_PRECISIONS
 
-    loaded = load_task_model(args.model_dir, rules=args.rules)
+    loaded = load_task_model(args.model_dir, dtype=EXPORT_PRECISIONS.get(args.precision),
+                             rules=args.rules)
     kind = loaded.task_kind
     if not kind.predictable:
         raise ValueError(f"{args.model_dir}: predict needs a fine-tuned model (classify, "

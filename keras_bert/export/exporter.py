@@ -35,8 +35,11 @@ from keras_bert.tasks.labels import LABELS_FILENAME
 from keras_bert.tasks.serving_module import ServingModule, length_buckets
 
 # `export --precision` -> the Keras dtype policy the model is rebuilt under: matmuls in that
-# precision; variables, softmax, LayerNorm statistics and every output in float32.
-EXPORT_PRECISIONS = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+# precision; variables, softmax, LayerNorm statistics and every output in float32. Without
+# it, the export computes in the precision the model directory records (what `predict`
+# computed in), so that the served answers are the model's own.
+EXPORT_PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16",
+                     "float16": "mixed_float16"}
 
 WARMUP_TEXTS = ["Call me Ishmael.", "The State of the Union is strong.",
                 "BERT reads a whole sentence at once, in both directions."]
@@ -56,7 +59,7 @@ class ExportedModel:
 
 def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
                          pooling: str | None = None, max_length: int | None = None,
-                         null_score_threshold: float = 0.0, precision: str = "float32",
+                         null_score_threshold: float = 0.0, precision: str | None = None,
                          xla: bool = False) -> tuple[ServingModule, str, dict]:
     """The serving functions of a model directory: `(module, task name, asset files)`.
 
@@ -65,13 +68,14 @@ def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
     each batch's longest text, and truncated at `seq_length`, else `max_length`, else the
     training sequence length (encoders: their `max_position_embeddings`, at most 512).
     `pooling`: the embedding of an encoder export; `null_score_threshold`: SQuAD v2.0's
-    "no answer" margin; `precision`: one of `EXPORT_PRECISIONS`; `xla`: the network
-    XLA-compiled over length buckets (sentence-level tasks; see `ServingModule.use_xla`).
+    "no answer" margin; `precision`: one of `EXPORT_PRECISIONS` (None: the precision the
+    model directory records); `xla`: the network XLA-compiled over length buckets
+    (sentence-level tasks; see `ServingModule.use_xla`).
     """
-    if precision not in EXPORT_PRECISIONS:
+    if precision is not None and precision not in EXPORT_PRECISIONS:
         raise ValueError(f"precision must be one of {tuple(EXPORT_PRECISIONS)}, got "
                          f"{precision!r}")
-    loaded = load_task_model(model_dir.path, dtype=EXPORT_PRECISIONS[precision],
+    loaded = load_task_model(model_dir.path, dtype=EXPORT_PRECISIONS.get(precision),
                              rules=model_dir.rules)
     module = loaded.serving_module(seq_length, max_length, pooling=pooling,
                                    null_score_threshold=null_score_threshold)
@@ -88,7 +92,7 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
                  max_length: int | None = None, target: str | None = DEFAULT_TARGET,
                  model_name: str = "bert", warmup_texts: list[str] | None = None,
                  null_score_threshold: float = 0.0, rules: str | None = None,
-                 precision: str = "float32", xla: bool = False) -> ExportedModel:
+                 precision: str | None = None, xla: bool = False) -> ExportedModel:
     """Exports `model_dir` as version `version` (default: the next one) under `base_dir`.
 
     `seq_length` fixes the sequence length (static shapes, for TPU/XLA serving); by
@@ -96,9 +100,10 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
     `build_serving_module`). `target` names the model servers
     the graph must load in (None skips the op audit). `null_score_threshold`: SQuAD v2.0
     span-QA exports answer "" when the null score beats the best span by more than this.
-    `rules`: tokenizer rules to embed instead of the model's own. `precision`: `float32`,
-    or `bfloat16` / `float16` for accelerators (matmuls in that precision; the weights are
-    stored in float32 and every output is float32). `xla`: the network XLA-compiled over
+    `rules`: tokenizer rules to embed instead of the model's own. `precision`: None (the
+    precision the model was saved in, so that the export answers as `predict` does),
+    `float32`, or `bfloat16` / `float16` for accelerators (matmuls in that precision; the
+    weights are stored in float32 and every output is float32). `xla`: the network XLA-compiled over
     length buckets (TF Serving needs `--xla_cpu_compilation_enabled=true` for it); the
     warmup file then holds one batch-1 request per length bucket, so each compiles before
     traffic (other batch sizes, padded to a power of two, compile on first use).

@@ -40,7 +40,7 @@ class QuestionAnswerer(TextTaskModel):
     def from_pretrained(cls, source: str, *, max_query_length: int | None = None,
                         doc_stride: int | None = None, version_2: bool = False,
                         seq_length: int = 384, rules: str | None = None,
-                        precision: str = "auto", seed: int | None = None,
+                        precision: str | None = None, seed: int | None = None,
                         new_head: bool = False):
         """A question answerer on the encoder of `source` (sources: `pretrained_source`;
         a fine-tuned one's model directory loads whole). `max_query_length`: question

@@ -59,7 +59,7 @@ class SentenceModel(TextTaskModel):
                         pooling: str = "pooled", dropout: float | None = None,
                         seq_length: int = DEFAULT_SEQ_LENGTH,
                         reading: LongTextReading | str = "truncate", rules: str | None = None,
-                        precision: str = "auto", seed: int | None = None,
+                        precision: str | None = None, seed: int | None = None,
                         new_head: bool = False):
         """A model on the encoder of `source` with a new head (sources:
         `pretrained_source`; a model directory of this kind, a fine-tuned model, loads
@@ -67,7 +67,8 @@ class SentenceModel(TextTaskModel):
         `(text, text_b)`; `pooling`: `pooled`, `cls` or `mean`; `seq_length`: the training
         length; `reading`: texts longer than it are `"truncate"`d or read in `"windows"`
         (or a `LongTextReading` with the stride, window cap and aggregation);
-        `precision`: a Keras dtype policy or `auto` (as `--precision auto`); `seed`: the
+        `precision`: the Keras dtype policy of a new head's model (default `auto`: for
+        the hardware, printed; a fine-tuned model loads in its recorded one); `seed`: the
         new head's initial weights (as `keras-bert finetune --seed`); `new_head`: a new head
         even on a fine-tuned model of this kind (its encoder only)."""
         loaded, model_dir = cls.pretrained_source(source, rules, precision, new_head)

@@ -47,7 +47,7 @@ class TextEmbedder(TextTaskModel):
     def from_pretrained(cls, source: str, *, pooling: str = "mean", normalize: bool = False,
                         seq_length: int = DEFAULT_SEQ_LENGTH,
                         reading: LongTextReading | str = "truncate", rules: str | None = None,
-                        precision: str = "auto"):
+                        precision: str | None = None):
         """An embedder on the encoder of `source` (sources: `pretrained_source`; a model
         directory saved by a `TextEmbedder` loads whole, with its own pooling).
         `pooling`: `mean` (the default: sentence-transformers models such as MiniLM are

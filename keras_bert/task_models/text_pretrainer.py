@@ -92,7 +92,7 @@ class TextPretrainer(keras.Model):
     def from_preset(cls, preset: str = "tiny", vocab: str | None = None,
                     lower_case: bool = True, rules: str | None = None,
                     seq_length: int = DEFAULT_SEQ_LENGTH, masking: MaskingConfig | None = None,
-                    nsp_loss_weight: float = 1.0, precision: str = "auto",
+                    nsp_loss_weight: float = 1.0, precision: str | None = None,
                     seed: int | None = None) -> TextPretrainer:
         """A randomly initialised BERT of size `preset` (`tiny` ... `large`) over `vocab` (a
         `vocab.txt`; default: the package's 8k uncased vocabulary of the embedded corpus),
@@ -102,7 +102,7 @@ class TextPretrainer(keras.Model):
         from keras_bert.text.preprocessor import BertPreprocessor
         from keras_bert.text.rules import DEFAULT_RULES
         from keras_bert.text.tokenizer import BertTokenizer
-        from keras_bert.training.precision import resolve_precision
+        from keras_bert.training.precision import training_precision
         from keras_bert.training.pretrain_job import DEFAULT_VOCAB, preset_pretrainer
 
         if seed is not None:
@@ -110,13 +110,13 @@ class TextPretrainer(keras.Model):
         tokenizer = BertTokenizer(vocab or DEFAULT_VOCAB, lower_case=lower_case if vocab else True,
                                   rules=rules or DEFAULT_RULES)
         pretrainer = preset_pretrainer(preset, tokenizer, seq_length,
-                                       resolve_precision(precision), nsp_loss_weight)
+                                       training_precision(precision), nsp_loss_weight)
         return cls(pretrainer, BertPreprocessor(tokenizer, int(seq_length)), masking)
 
     @classmethod
     def from_pretrained(cls, source: str, seq_length: int = DEFAULT_SEQ_LENGTH,
                         masking: MaskingConfig | None = None, nsp_loss_weight: float = 1.0,
-                        rules: str | None = None, precision: str = "auto",
+                        rules: str | None = None, precision: str | None = None,
                         seed: int | None = None) -> TextPretrainer:
         """The checkpoint `source` (a keras_bert model directory, Google, Hugging Face or
         keras-hub checkpoint; `keras-bert pretrain --init` reads the same) with its
@@ -126,14 +126,14 @@ class TextPretrainer(keras.Model):
         from keras_bert.checkpoints.formats import load_pretrainer
         from keras_bert.text.preprocessor import BertPreprocessor
         from keras_bert.text.tokenizer import BertTokenizer
-        from keras_bert.training.precision import resolve_precision
+        from keras_bert.training.precision import training_precision
 
         if seed is not None:
             keras.utils.set_random_seed(int(seed))
         vocab_file, lower_case = checkpoint_vocab(source)
         tokenizer = BertTokenizer(vocab_file, lower_case=lower_case,
                                   rules=rules or checkpoint_rules(source))
-        pretrainer = load_pretrainer(source, dtype=resolve_precision(precision),
+        pretrainer = load_pretrainer(source, dtype=training_precision(precision),
                                      nsp_loss_weight=nsp_loss_weight)
         return cls(pretrainer, BertPreprocessor(tokenizer, int(seq_length)), masking)
 

@@ -74,13 +74,14 @@ class TextTaskModel(keras.Model):
                                  None if self.labels is None else len(self.labels))
 
     @classmethod
-    def pretrained_source(cls, source: str, rules: str | None = None, precision: str = "auto",
-                          new_head: bool = False):
+    def pretrained_source(cls, source: str, rules: str | None = None,
+                          precision: str | None = None, new_head: bool = False):
         """`(loaded, model_dir)` for `from_pretrained`: a model directory of this kind loads
         whole (`loaded`; `model_dir` None) unless `new_head`; any other source gives the
         `ModelDir` to build on. Sources: a keras_bert model directory, any checkpoint
         `keras-bert convert` reads (Google, Hugging Face, keras-hub preset), or a preset
-        name (`tiny` ... `large`: random weights, the package's 8k uncased vocabulary)."""
+        name (`tiny` ... `large`: random weights, the package's 8k uncased vocabulary).
+        `precision`: None loads a whole model in the precision it recorded."""
         from keras_bert.checkpoints.model_dir import load_model_dir
         from keras_bert.task_models.sources import pretrained_model_dir
 
@@ -99,13 +100,14 @@ class TextTaskModel(keras.Model):
         raise NotImplementedError(f"{cls.__name__} is not fine-tuned by `keras-bert finetune`")
 
     @staticmethod
-    def encoder_and_preprocessor(model_dir, seq_length: int, precision: str = "auto",
+    def encoder_and_preprocessor(model_dir, seq_length: int, precision: str | None = None,
                                  seed: int | None = None):
-        """The encoder of `model_dir` in `precision`'s dtype policy (`auto`: for the
-        hardware, as `--precision auto`) and its preprocessor at `seq_length`. `seed`
+        """The encoder of `model_dir`, for training, in `precision`'s dtype policy (None or
+        `auto`: for the hardware, resolved here once and printed, as `--precision auto`)
+        and its preprocessor at `seq_length`. `seed`
         seeds Keras' global generator first, so that the head built next starts from the
         weights `keras-bert finetune --seed` starts from (it seeds at the same point)."""
-        from keras_bert.training.precision import resolve_precision
+        from keras_bert.training.precision import training_precision
 
         if seed is not None:
             keras.utils.set_random_seed(int(seed))
@@ -113,16 +115,18 @@ class TextTaskModel(keras.Model):
         if seq_length > model_dir.config.max_position_embeddings:
             raise ValueError(f"seq_length {seq_length} exceeds the model's "
                              f"max_position_embeddings {model_dir.config.max_position_embeddings}")
-        return (model_dir.load_encoder(dtype=resolve_precision(precision)),
+        return (model_dir.load_encoder(dtype=training_precision(precision)),
                 model_dir.preprocessor().with_length(seq_length))
 
     @classmethod
-    def load(cls, path: str, rules: str | None = None, precision: str = "float32"):
-        """The model saved in the model directory `path` (`save`, `keras-bert finetune`)."""
+    def load(cls, path: str, rules: str | None = None, precision: str | None = None):
+        """The model saved in the model directory `path` (`save`, `keras-bert finetune`),
+        computing in the precision it was saved in (`precision`: another dtype policy)."""
         from keras_bert.checkpoints.task_dir import load_task_model
         from keras_bert.training.precision import resolve_precision
 
-        saved = load_task_model(path, dtype=resolve_precision(precision), rules=rules)
+        dtype = None if precision is None else resolve_precision(precision)
+        saved = load_task_model(path, dtype=dtype, rules=rules)
         if saved.kind != cls.kind:
             raise ValueError(f"{path} holds a {saved.kind!r} model, not a {cls.kind!r} one "
                              f"({cls.__name__})")

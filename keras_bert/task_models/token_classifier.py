@@ -39,7 +39,7 @@ class TokenClassifier(TextTaskModel):
     @classmethod
     def from_pretrained(cls, source: str, labels=None, *, doc_stride: int | None = None,
                         dropout: float | None = None, seq_length: int = DEFAULT_SEQ_LENGTH,
-                        rules: str | None = None, precision: str = "auto",
+                        rules: str | None = None, precision: str | None = None,
                         seed: int | None = None, new_head: bool = False):
         """A tagger on the encoder of `source` with a new head (sources:
         `pretrained_source`; a fine-tuned tagger's model directory loads whole). `labels`:

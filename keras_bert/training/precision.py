@@ -1,6 +1,11 @@
 """The Keras dtype policies a training job may run under, and `auto`: the one for the hardware.
 
-`auto` (the CLI default) picks, in this order:
+The precision a model computes in is part of the model: a model directory records it
+(`keras_bert.json`'s `precision`), and loading, `predict` and `export` use the recorded one
+unless told otherwise, so a model saved and loaded again answers as before on any host.
+`auto` is resolved once, when a model is built for training, and the choice is printed.
+
+`auto` (the default when a model is built for training) picks, in this order:
 
 * a TPU (a TPU system initialised in this process): `mixed_bfloat16`;
 * a GPU of compute capability 8.0 or more (Ampere and later): `mixed_bfloat16`; an older GPU:
@@ -12,6 +17,8 @@
 """
 
 from __future__ import annotations
+
+import sys
 
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 AUTO = "auto"
@@ -70,6 +77,17 @@ def resolve_precision(name: str) -> str:
     if name == AUTO:
         return detect_precision()[0]
     return check_precision(name)
+
+
+def training_precision(name: str | None) -> str:
+    """The dtype policy a model built for training computes in: `name` (`None`: `auto`),
+    with `auto` resolved here, once, and the choice printed to stderr (a model's precision
+    changes its answers, so the hardware's choice is never silent)."""
+    asked = AUTO if name is None else name
+    resolved = resolve_precision(asked)
+    if asked == AUTO:
+        print(precision_line(asked, resolved), file=sys.stderr, flush=True)
+    return resolved
 
 
 def precision_line(asked: str, resolved: str, strategy: str | None = None) -> str:
