@@ -21,11 +21,14 @@ def missing(reason: str):
 
 
 def require(module: str):
-    """Imports `module`, or skips (fails under CI) when it is not installed."""
+    """Imports `module`, or skips (fails under CI) when it, or a package it imports, is not
+    installed; the reason names the one missing. Called from a test or a fixture (never at
+    a module's top level), a missing optional package leaves the rest of the suite to run."""
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        missing(f"{module} not installed ({e})")
+        name = e.name or module
+        missing(f"{name if name == module else f'{name} (for {module})'} not installed ({e})")
 
 
 def minilm_dir() -> str:

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from keras_bert.cli import main
-from keras_bert.devserver.server import ModelServer
+from tests.devserver.test_server import model_server
 from tests.export.runtimes import new_environment
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,8 +43,8 @@ def _run(command: list[str]) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def server(tiny_export):
-    with ModelServer(os.path.dirname(tiny_export.path), "bert", grpc_port=0,
-                     rest_port=0) as running:
+    with model_server(os.path.dirname(tiny_export.path), "bert", grpc_port=0,
+                      rest_port=0) as running:
         yield running
 
 

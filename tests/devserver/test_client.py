@@ -18,8 +18,8 @@ import tensorflow as tf
 
 from keras_bert.cli import main
 from keras_bert.client import GrpcClient, RestClient, ServerError, rows
-from keras_bert.devserver.server import ModelServer
 from keras_bert.export.warmup import predict_log, write_warmup
+from tests.devserver.test_server import model_server
 
 TEXTS = ["great film", "bad", "naïve café"]
 TEXT_B = ["ok", "a much longer text", "x"]
@@ -82,7 +82,7 @@ def server(tmp_path_factory):
     write_warmup(path, [predict_log("pairs", "serving_default",
                                     {"text": np.array([b"a"], object),
                                      "text_b": np.array([b"b"], object)})])
-    with ModelServer(str(base), "pairs", grpc_port=0, rest_port=0) as running:
+    with model_server(str(base), "pairs", grpc_port=0, rest_port=0) as running:
         yield running
 
 

@@ -15,16 +15,16 @@ from tests.rotation import share
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOK = os.path.join(ROOT, "examples", "kaggle_bert.ipynb")
 
-nbformat = require("nbformat")
-
 
 def _read():
-    return nbformat.read(NOTEBOOK, as_version=4)
+    # nbformat is a test extra: imported here, its absence skips the tests that read the
+    # notebook (fails them under CI) instead of stopping the whole collection.
+    return require("nbformat").read(NOTEBOOK, as_version=4)
 
 
 def test_committed_notebook_is_valid_and_has_no_outputs():
     notebook = _read()
-    nbformat.validate(notebook)
+    require("nbformat").validate(notebook)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert len(code) >= 6
     for cell in code:

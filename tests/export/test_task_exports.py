@@ -12,11 +12,11 @@ import tensorflow as tf
 from keras_bert.checkpoints.task_dir import load_task_model
 from keras_bert.cli import main
 from keras_bert.config import default_doc_stride
-from keras_bert.devserver.server import ModelServer
 from keras_bert.export.exporter import export_model
 from keras_bert.export.op_audit import audit
 from keras_bert.tasks import squad
 from keras_bert.tasks.span_qa_serving import NO_SPAN_SCORE, SpanQAServingModule, best_spans
+from tests.devserver.test_server import model_server
 from tests.export.helpers import WORDS, make_tiny_task_dir, run_fresh
 from tests.tasks import reference_squad
 from tests.tasks.reference_alignment import align_sentences
@@ -190,6 +190,42 @@ def test_best_spans_is_the_python_decoder(span_qa, allow_no_answer):
         assert float(spans["score"][i]) == pytest.approx(want, abs=1e-5)
 
 
+# [CLS] q [SEP] c c c c c c [SEP]: the context is positions 3 to 8. The best span of all,
+# 3..8 (6 + 6 = 12), is 6 tokens long; of at most 4 or 5 tokens the best is 3..6 (6 + 3 = 9),
+# ahead of 5..8 (2 + 6 = 8) and 3..3 (6 + 0).
+HAND_START = [0.0, 0.0, 0.0, 6.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0]
+HAND_END = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 3.0, 0.0, 6.0, 0.0]
+
+
+@pytest.mark.parametrize("max_answer_length, want", [(30, (3, 8, 12.0)), (6, (3, 8, 12.0)),
+                                                     (5, (3, 6, 9.0)), (4, (3, 6, 9.0))],
+                         ids=["30", "6", "5", "4"])
+def test_best_spans_refuses_spans_over_max_answer_length(max_answer_length, want):
+    spans = best_spans(tf.constant([HAND_START]), tf.constant([HAND_END]), [3], [9],
+                       max_answer_length=max_answer_length)
+    got = (int(spans["start_position"][0]), int(spans["end_position"][0]),
+           float(spans["score"][0]))
+    assert got == want and bool(spans["has_answer"][0])
+
+
+def test_span_qa_module_answers_within_max_answer_length(long_qa):
+    # The in-graph decoding of every window of the long contexts with a limit of 3 tokens,
+    # against the Python reference with the same limit; without it most answers are longer.
+    loaded, _, threshold = long_qa
+    module = SpanQAServingModule(
+        loaded.model, loaded.preprocessor.with_length(None, 32),
+        max_query_length=LONG_TASK["max_query_length"], doc_stride=LONG_TASK["doc_stride"],
+        allow_no_answer=False, max_answer_length=3)
+    questions, contexts = _long_pairs()
+    got = {k: v.numpy() for k, v in module.text_function()(
+        question=tf.constant(questions), context=tf.constant(contexts)).items()}
+    expected, _ = _python_long_answers(loaded, threshold, False, max_answer_length=3)
+    _assert_same_answers(got, expected, contexts)
+    unlimited, _ = _python_long_answers(loaded, threshold, False)
+    assert all(len(r["text"].split()) <= 3 for r in expected)
+    assert sum(len(r["text"].split()) > 3 for r in unlimited) >= 3, unlimited
+
+
 def test_span_qa_serve_ids_decodes_the_context_only(span_qa):
     loaded, exported, threshold = span_qa
     _, features, logits = _python_answers(loaded, threshold)
@@ -225,7 +261,8 @@ def _long_pairs():
     return questions, contexts + ["Ahab sailed to sea.", ""]
 
 
-def _python_long_answers(loaded, threshold: float, allow_no_answer: bool = True):
+def _python_long_answers(loaded, threshold: float, allow_no_answer: bool = True,
+                         max_answer_length: int = 30):
     """The Python reference of the original run_squad.py (windowed features, the Keras model,
     `decode_predictions`) with a null-score threshold, and the features."""
     questions, contexts = _long_pairs()
@@ -238,7 +275,8 @@ def _python_long_answers(loaded, threshold: float, allow_no_answer: bool = True)
     logits = loaded.model.predict(reference_squad.squad_dataset(features), verbose=0)
     results = reference_squad.decode_predictions(examples, features, logits["start_logits"],
                                        logits["end_logits"], allow_no_answer=allow_no_answer,
-                                       null_score_threshold=threshold)
+                                       null_score_threshold=threshold,
+                                       max_answer_length=max_answer_length)
     return [results[ex.qas_id] for ex in examples], features
 
 
@@ -329,9 +367,9 @@ def test_served_tagger_and_span_qa_answer_the_query_cli(tagger, span_qa, capsys)
         text=tf.constant(SENTENCES[:2]))
     local_qa = tf.saved_model.load(qa_export.path).signatures["serving_default"](
         question=tf.constant(QUESTIONS[:2]), context=tf.constant(CONTEXTS[1:2] * 2))
-    with ModelServer(os.path.dirname(tag_export.path), "tagger", grpc_port=0,
-                     rest_port=0) as tags, \
-            ModelServer(os.path.dirname(qa_export.path), "qa", grpc_port=0, rest_port=0) as qa:
+    with model_server(os.path.dirname(tag_export.path), "tagger", grpc_port=0,
+                      rest_port=0) as tags, \
+            model_server(os.path.dirname(qa_export.path), "qa", grpc_port=0, rest_port=0) as qa:
         for flags in ([], ["--rest"]):
             server = tags.rest_url.split("//")[-1] if flags else tags.grpc_address
             rows = _query(capsys, "--server", server, "--model-name", "tagger", *flags,
@@ -369,7 +407,7 @@ def test_unanswerable_questions_answer_finite_json_over_rest(tmp_path):
     exported = export_model(task_dir, str(tmp_path / "export"))
     body = json.dumps({"instances": [{"question": "who?", "context": ""},
                                      {"question": QUESTIONS[0], "context": CONTEXTS[0]}]})
-    with ModelServer(os.path.dirname(exported.path), "qa", grpc_port=0, rest_port=0) as server:
+    with model_server(os.path.dirname(exported.path), "qa", grpc_port=0, rest_port=0) as server:
         request = urllib.request.Request(f"{server.rest_url}/v1/models/qa:predict",
                                          data=body.encode(), method="POST")
         with urllib.request.urlopen(request, timeout=60) as response:

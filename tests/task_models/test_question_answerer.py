@@ -15,7 +15,9 @@ import pytest
 from keras_bert import FitSchedule, QuestionAnswerer
 from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.task_models.finetune_job import FinetuneJob, load_task_model, run_finetuning
-from tests.training.test_finetune import _squad_file
+from keras_bert.tasks import squad
+from tests.tasks import reference_squad
+from tests.training.test_finetune import FILLER, _squad_file
 
 SEQ = 24
 EPOCHS = 4
@@ -119,3 +121,56 @@ def test_bad_input_gets_one_clear_error(trained, x, y, error, match):
     qa, _, _ = trained
     with pytest.raises(error, match=match):
         qa.evaluate(x, y)
+
+
+def _favour_span(qa, inputs, start: int, end: int) -> None:
+    """Solves the span head (a dense layer on each position's last hidden state) so that
+    the start logits peak at `start` and the end logits at `end` of the packed `inputs`."""
+    hidden = np.asarray(qa.network.encoder(inputs)["sequence_output"], np.float64)[0]
+    design = np.concatenate([hidden, np.ones((len(hidden), 1))], axis=1)
+    targets = np.zeros((len(hidden), 2))
+    targets[start, 0] = targets[end, 1] = 8.0
+    solution = np.linalg.lstsq(design, targets, rcond=None)[0]
+    qa.network.get_layer("span_logits").dense.set_weights(
+        [solution[:-1].astype(np.float32), solution[-1].astype(np.float32)])
+
+
+def test_predict_and_export_answer_at_most_max_answer_length_tokens(model_dir, tmp_path):
+    # A 35-token span scores best; `predict` and the export decode with the original
+    # run_squad.py's limit of 30 tokens, so both answer the Python reference's best span
+    # of at most 30 tokens instead.
+    seq = 48
+    keras.utils.set_random_seed(0)
+    qa = QuestionAnswerer.from_pretrained(model_dir, seq_length=seq, precision="float32")
+    question = "what is the sea ?"
+    context = " ".join(np.random.default_rng(5).choice(FILLER[:14], size=40))
+    examples = [squad.SquadExample("q", question, context)]
+    block = qa.task_block()
+    features = reference_squad.squad_features(
+        examples, qa.preprocessor.tokenizer, seq_length=seq,
+        max_query_length=block["max_query_length"], doc_stride=block["doc_stride"])
+    assert len(features) == 1  # one window: the context's 40 words are 40 tokens
+    inputs = {k: getattr(features[0], k)[None]
+              for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    first = int(np.argmax(features[0].token_start_char >= 0))
+    _favour_span(qa, inputs, first + 2, first + 36)
+    logits = qa.network(inputs, training=False)
+
+    def reference(limit):
+        return reference_squad.decode_predictions(
+            examples, features, np.asarray(logits["start_logits"]),
+            np.asarray(logits["end_logits"]), max_answer_length=limit)["q"]
+
+    unlimited, limited = reference(seq), reference(30)
+    assert len(unlimited["text"].split()) == 35 and unlimited["score"] > limited["score"]
+    assert 0 < len(limited["text"].split()) <= 30
+    got = qa.predict([(question, context)])
+    assert list(got["answer"]) == [limited["text"]]
+    np.testing.assert_allclose(got["score"], [limited["score"]], rtol=0, atol=1e-5)
+    with SessionBundle(qa.export(str(tmp_path / "served"), target=None)) as bundle:
+        served = bundle.run("serving_default", {"question": np.array([question], dtype=object),
+                                                "context": np.array([context], dtype=object)})
+    assert [a.decode() for a in served["answer"]] == [limited["text"]]
+    assert served["start"].tolist() == [limited["start_char"]]  # ASCII: bytes = characters
+    assert served["end"].tolist() == [limited["end_char"]]
+    np.testing.assert_allclose(served["score"], [limited["score"]], rtol=0, atol=1e-5)

@@ -174,3 +174,31 @@ def test_greedy_fit_matches_the_loop_and_stops_early_safely(seq):
         budget = rng.integers(1, 21, batch).astype(np.int32)
         got = fit(tf.constant(word_len), tf.constant(is_word), tf.constant(budget)).numpy()
         np.testing.assert_array_equal(got, _greedy_reference(word_len, is_word, budget))
+
+
+def test_random_replacements_are_uniform_over_the_vocabulary():
+    # Every prediction replaced by a random id (rates 0 / 1), so that each replacement is
+    # one draw of the "uniformly random vocabulary id" of the rule, over a 64-id vocab.
+    vocab_size, words = 64, np.arange(5, 64)
+    masker = BertMasker(vocab_size, MASK, SPECIAL, max_predictions=20, mask_token_rate=0.0,
+                        random_token_rate=1.0)
+    rng = np.random.default_rng(11)
+    draws = []
+    for seed in range(8):
+        ids = np.full((512, 64), PAD, np.int32)
+        ids[:, 0], ids[:, 1:63], ids[:, 63] = CLS, rng.choice(words, (512, 62)), SEP
+        out = masker({"input_word_ids": ids, "input_mask": np.ones_like(ids)},
+                     tf.constant([seed, 13]))
+        weights = out["masked_lm_weights"].numpy().astype(bool)
+        rows = np.nonzero(weights)[0]
+        draws.append(out["input_word_ids"].numpy()[rows, out["masked_lm_positions"].numpy()
+                                                   [weights]])
+    draws = np.concatenate(draws)
+    counts = np.bincount(draws, minlength=vocab_size)
+    assert len(draws) == 8 * 512 * 10 and len(counts) == vocab_size  # round(64 * .15) each
+    expected = len(draws) / vocab_size  # 640 per id, specials and [MASK] included
+    chi_square = float(((counts - expected) ** 2 / expected).sum())
+    # 63 degrees of freedom: mean 63, standard deviation sqrt(126) = 11.2; the bound is
+    # six of them above the mean (the seeded draws give a fixed value under it).
+    assert chi_square < 63 + 6 * np.sqrt(126), (chi_square, counts)
+    assert counts.min() > 0.8 * expected and counts.max() < 1.2 * expected, counts

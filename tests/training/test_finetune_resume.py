@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ import pytest
 
 from keras_bert.cli import main
 from keras_bert.task_models.finetune_job import FinetuneJob, run_finetuning
-from keras_bert.training.resume import ResumeMismatch
+from keras_bert.training.resume import ResumeMismatch, file_fingerprint
 from tests.rotation import share
 from tests.training.test_finetune import (
     _sentences,
@@ -125,6 +126,15 @@ def test_restart_with_other_arguments_is_refused(model_dir, tmp_path, rng, capsy
                             callbacks=[KillAfter(4)]))
     with pytest.raises(ResumeMismatch, match=r"seed: 7 there, 8 now.*another output"):
         run_finetuning(_job("classify", model_dir, train, tmp_path / "run", extra, seed=8))
+    # A label flipped in place ("whale" -> "other"): the same size, another corpus.
+    original = open(train, "rb").read()
+    with open(train, "wb") as f:
+        f.write(_flip_first_label(original))
+    assert os.path.getsize(train) == len(original)
+    with pytest.raises(ResumeMismatch, match=r"train: .* there, .* now"):
+        run_finetuning(_job("classify", model_dir, train, tmp_path / "run", extra))
+    with open(train, "wb") as f:
+        f.write(original)
     # The training file edited in place is another corpus, though its name is the same.
     with open(train, "a", encoding="utf-8") as f:
         f.write("one more whale,whale\n")
@@ -135,6 +145,28 @@ def test_restart_with_other_arguments_is_refused(model_dir, tmp_path, rng, capsy
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("keras-bert finetune: error:") and "other arguments" in last
     assert "train: " in last and "seed" not in last
+
+
+def _flip_first_label(csv_bytes: bytes) -> bytes:
+    """The CSV with its first row labelled `whale` relabelled `other` (same length)."""
+    edited, count = re.subn(rb",whale(\r?\n)", rb",other\1", csv_bytes, count=1)
+    assert count == 1
+    return edited
+
+
+def test_a_same_size_edit_changes_the_fingerprint(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    path = corpus / "train.csv"
+    path.write_bytes(b"text,label\na ship at sea,other\na whale at sea,whale\n")
+    before = [file_fingerprint(str(p)) for p in (path, corpus, corpus / "*.csv")]
+    path.write_bytes(_flip_first_label(path.read_bytes()))
+    assert path.read_bytes() == b"text,label\na ship at sea,other\na whale at sea,other\n"
+    after = [file_fingerprint(str(p)) for p in (path, corpus, corpus / "*.csv")]
+    # The file, its directory and a glob matching it: each fingerprint changes.
+    assert all(a != b for a, b in zip(before, after, strict=True)), (before, after)
+    path.write_bytes(b"text,label\na ship at sea,other\na whale at sea,whale\n")
+    assert [file_fingerprint(str(p)) for p in (path, corpus, corpus / "*.csv")] == before
 
 
 def test_finished_run_started_again_does_nothing(model_dir, tmp_path, rng, capsys):
