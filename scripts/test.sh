@@ -1,10 +1,34 @@
 #!/usr/bin/env bash
-# Installs everything the tests need (scripts/install.sh), then lints and runs the test suite.
-# Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`.
+# Installs everything the tests need (scripts/install.sh), lints (ruff), then runs pytest on
+# two xdist workers (one per core; docs/testing.md). One option, first, picks the tier:
+#   scripts/test.sh          the tests to run before every commit: no test marked `slow` or
+#                            `exhaustive`
+#   scripts/test.sh --full   every test but the exhaustive tier: the slow ones, every rotating
+#                            share (tests/rotation.py), the older environments
+#   scripts/test.sh --ci     CI's run (.ci/run): the default tier plus the slow tests, with
+#                            this landing's shares and exhaustive test (KERAS_BERT_ROTATION,
+#                            the commit count unless set)
+# Other arguments go to pytest after the tier's, so they win: `-m exhaustive` runs the
+# exhaustive tier, `-n 0` one process, a path one file. PYTHON picks the interpreter of a new
+# .venv (scripts/install.sh), e.g. `PYTHON=3.12 bash scripts/test.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TIER=default
+case "${1:-}" in
+  --full|--ci) TIER=${1#--}; shift ;;
+esac
+case "$TIER" in
+  default) MARKS="not slow and not exhaustive" ;;
+  # No rotation number: rotation_share keeps every share.
+  full) MARKS="not exhaustive"; unset KERAS_BERT_ROTATION ;;
+  ci) MARKS="not exhaustive or ci_pick"
+      KERAS_BERT_ROTATION=${KERAS_BERT_ROTATION:-$(git rev-list --count HEAD 2>/dev/null || echo 0)}
+      export KERAS_BERT_ROTATION ;;
+esac
 bash scripts/install.sh
 echo "[test] ruff"
 .venv/bin/ruff check .
-echo "[test] pytest"
-exec .venv/bin/python -m pytest "$@"
+echo "[test] tier $TIER${KERAS_BERT_ROTATION:+, rotation $KERAS_BERT_ROTATION}," \
+     "$(.venv/bin/python -c 'import platform; print("CPython", platform.python_version())'):" \
+     "pytest -n 2 --dist loadfile -m \"$MARKS\" $*"
+exec .venv/bin/python -m pytest -n 2 --dist loadfile -m "$MARKS" "$@"

@@ -105,9 +105,13 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the pick carries `ci_pick`
 def pytest_collection_modifyitems(config, items):
-    """Keeps this run's share of the `rotating` tests (`rotation_share`), marks this run's
-    exhaustive test (`pick_exhaustive`), then sorts the longest files first (stable: every
-    other file keeps its place)."""
+    """Leaves out the tests this Python cannot run, and says so (`tests/ci_rules.py:
+    leave_out_for_python`), keeps this run's share of the `rotating` tests
+    (`rotation_share`), marks this run's exhaustive test (`pick_exhaustive`), then sorts the
+    longest files first (stable: every other file keeps its place)."""
+    from tests.ci_rules import leave_out_for_python  # a plugin (above): imported by pytest
+
+    leave_out_for_python(config, items)
     pick_exhaustive(items, os.environ.get("KERAS_BERT_ROTATION"))
     keep, dropped = rotation_share(items, os.environ.get("KERAS_BERT_ROTATION"))
     if dropped:

@@ -12,13 +12,20 @@ in CI's durations logs (the figures' sources are in the comments). The periods d
 `tests/test_suite_order.py` keeps every landing's sum under `LANDING_BUDGET_S`. Small
 alternations of parametrized cases (`rotating(every=2)` by position: the kill-and-resume
 kinds, the accumulating optimizers, the dense all-reduce controls) are not shares.
+
+CI's Python rotates in the same cycle (`landing_python`): the development Python, the only one
+with torch's CPU wheel and the older environments' pinned sets, in most landings, and each
+other supported Python in a slot whose shares all run there. `.ci/run` asks this module which
+(`python tests/rotation.py python COUNT`), so it imports pytest only where marks are made.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import sys
+from typing import TYPE_CHECKING, NamedTuple
 
-import pytest
+if TYPE_CHECKING:
+    import pytest
 
 
 class Share(NamedTuple):
@@ -63,7 +70,7 @@ SHARES: dict[str, Share] = {
     "bench:text_classifier_fit.py": Share(12, 3, 71),
     "readme:classify_serve": Share(12, 4, 300),  # ~
     "readme:python_block": Share(12, 4, 90),  # ~ (89.8 s alone, session 25)
-    "bench:serving_profile.py": Share(12, 4, 34),
+    "bench:serving_profile.py": Share(12, 0, 34),  # needs torch: not in slot 4 (3.10's)
     "readme:tag_multilabel": Share(12, 5, 300),  # ~
     "bench:pretrain_accelerator.py": Share(12, 5, 89),
     "example:squad": Share(12, 6, 275),
@@ -83,8 +90,37 @@ SHARES: dict[str, Share] = {
 }
 
 
+# The shares that run on some Pythons only: the older environments install sets pinned with
+# wheels for the development Python alone (PyPI, checked on 2026-11-27). Elsewhere their
+# tests are left out, and say so (tests/ci_rules.py).
+SHARE_PYTHONS: dict[str, tuple[tuple[str, ...], str]] = {
+    "env:tf-2.12.1": (("3.11",), "TF 2.12.1, TF Text 2.12.1 and NumPy 1.24.3 have no wheels "
+                                 "past Python 3.11, the runtime's pinned Markdown 3.11.3 none "
+                                 "before it (tests/export/runtimes/tensorflow-2.12.1.txt)"),
+    "env:tf-2.20.0": (("3.11",), "the Kaggle wheelhouse is built for the image's CPython 3.11; "
+                                 "the TF 2.20.0 runtime's pins start at Python 3.11 (Keras "
+                                 "3.15.1, NumPy 2.4.6) and TF Text 2.20.0 has no wheel for 3.13"),
+    "env:oldest": (("3.11",), "constraints-oldest.txt: TF Text 2.16.1 and Matplotlib 3.7.0 have "
+                              "no wheels past Python 3.11, the pinned Hypothesis none before it"),
+}
+
+# CI's Python per landing (`landing_python`): the development Python, except in these slots of
+# the cycle, which carry no share bound to it (SHARE_PYTHONS, nor a test marked `needs_torch`:
+# `tests/test_suite_order.py` checks both), so that every share still runs once per period.
+DEVELOPMENT_PYTHON = "3.11"
+PYTHON_SLOTS: dict[str, int] = {"3.10": 4, "3.12": 5, "3.13": 11}
+
+
+def landing_python(turn: int) -> str:
+    """The Python (`3.X`) of CI's run in the landing numbered `turn`."""
+    return next((python for python, slot in PYTHON_SLOTS.items() if turn % CYCLE == slot),
+                DEVELOPMENT_PYTHON)
+
+
 def share(name: str) -> pytest.MarkDecorator:
     """The `rotating` mark of the share `name` (`SHARES`)."""
+    import pytest
+
     every, slot, _ = SHARES[name]
     return pytest.mark.rotating(every=every, slot=slot, share=name)
 
@@ -122,6 +158,8 @@ def pick_exhaustive(items, rotation: str | None):
     `rotation` modulo their number, so that CI's run (`-m "not exhaustive or ci_pick"`,
     `.ci/run`) carries one, each once in as many landings as there are; None without
     `rotation` or when the collection holds none."""
+    import pytest
+
     exhaustive = [item for item in items if item.get_closest_marker("exhaustive")]
     if rotation is None or not exhaustive:
         return None
@@ -130,3 +168,9 @@ def pick_exhaustive(items, rotation: str | None):
     item.user_properties.append(("ci_pick", f"exhaustive {exhaustive.index(item) + 1} of "
                                             f"{len(exhaustive)}"))
     return item
+
+
+if __name__ == "__main__":  # `python tests/rotation.py python COUNT`: that landing's Python
+    if sys.argv[1:2] != ["python"] or len(sys.argv) != 3:
+        raise SystemExit("usage: python tests/rotation.py python COUNT")
+    print(landing_python(int(sys.argv[2])))

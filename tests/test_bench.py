@@ -56,12 +56,17 @@ WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit
 
 # 30-165 s each in CI's durations logs: CI runs one of them per landing, each once in 12
 # landings (its share in tests/rotation.py).
+# Those with Hugging Face's torch models among their contenders.
+WITH_TORCH = ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
+              "serving_latency.py", "serving_profile.py", "long_documents.py")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("script", [pytest.param(s, marks=share(f"bench:{s}"))
-                                    for s in sorted(BENCHMARKS)])
+@pytest.mark.parametrize("script", [
+    pytest.param(s, marks=[share(f"bench:{s}")] + [pytest.mark.needs_torch] * (s in WITH_TORCH))
+    for s in sorted(BENCHMARKS)])
 def test_quick_mode_runs_and_compares(script):
-    if script in ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
-                  "serving_latency.py", "serving_profile.py", "long_documents.py"):
+    if script in WITH_TORCH:
         require("transformers")
     if script in ("serving_latency.py", "serving_profile.py", "encoder_forward.py"):
         require("onnxruntime")

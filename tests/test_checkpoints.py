@@ -193,6 +193,7 @@ def test_hf_missing_and_unknown(tmp_path):
     load_hf_weights(BertEncoder(CONFIG), str(tmp_path), optional=[r"^pooler/"])
 
 
+@pytest.mark.needs_torch
 def test_hf_written_weights_load_in_transformers(tmp_path):
     torch = require("torch")
     transformers = require("transformers")

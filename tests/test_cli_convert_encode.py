@@ -27,6 +27,7 @@ def _encode(monkeypatch, capsys, model_dir, *flags):
     return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
 
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("pooling", ["pooled", "cls", "mean"])
 def test_encode_matches_transformers(monkeypatch, capsys, converted, pooling):
     torch = require("torch")

@@ -258,6 +258,7 @@ def _torch_state(model, **changes):
     return {k: v for k, v in state.items() if v is not None}
 
 
+@pytest.mark.needs_torch
 def test_hf_pytorch_bin_with_tied_copies_and_old_names(tmp_path):
     torch = require("torch")
     model = _random_pretrainer()
@@ -316,6 +317,7 @@ def test_hf_head_errors_load_nothing(tmp_path, change, message):
     assert all(np.array_equal(before[n], after[n]) for n in before)
 
 
+@pytest.mark.needs_torch
 def test_hf_written_pretrainer_runs_in_transformers(tmp_path):
     """Ours -> HF files -> `transformers.BertForPreTraining`: the same MLM and NSP logits."""
     torch = require("torch")

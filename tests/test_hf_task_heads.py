@@ -113,6 +113,7 @@ def _run_hf(hf, model, inputs: dict) -> dict:
 
 
 # ----------------------------------------------------------------- sequence classification
+@pytest.mark.needs_torch
 def test_sequence_classification_keeps_head_and_labels(hf, tmp_path, capsys):
     names = ["negative", "neutral", "positive"]
     src, reference = _hf_dir(tmp_path, hf, "BertForSequenceClassification",
@@ -135,6 +136,7 @@ def test_sequence_classification_keeps_head_and_labels(hf, tmp_path, capsys):
     assert config["problem_type"] == "single_label_classification"
 
 
+@pytest.mark.needs_torch
 def test_regression_head(hf, tmp_path, capsys):
     src, reference = _hf_dir(tmp_path, hf, "BertForSequenceClassification", num_labels=1)
     dest = str(tmp_path / "regress")
@@ -150,6 +152,7 @@ def test_regression_head(hf, tmp_path, capsys):
     assert config["problem_type"] == "regression" and len(config["id2label"]) == 1
 
 
+@pytest.mark.needs_torch
 def test_classifier_export_answers_through_tf_serving_loader(hf, tmp_path, capsys):
     from tests.export.helpers import run_fresh
 
@@ -171,6 +174,7 @@ def test_classifier_export_answers_through_tf_serving_loader(hf, tmp_path, capsy
 
 
 # --------------------------------------------------------------------- token classification
+@pytest.mark.needs_torch
 def test_token_classification_head(hf, tmp_path, capsys):
     tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
     src, reference = _hf_dir(tmp_path, hf, "BertForTokenClassification",
@@ -191,6 +195,7 @@ def test_token_classification_head(hf, tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------ question answering
+@pytest.mark.needs_torch
 def test_question_answering_head(hf, tmp_path, capsys):
     src, reference = _hf_dir(tmp_path, hf, "BertForQuestionAnswering")
     dest = str(tmp_path / "squad")
@@ -210,6 +215,7 @@ def test_question_answering_head(hf, tmp_path, capsys):
 
 
 # --------------------------------------------------------------------- pretraining heads
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("class_name", ["BertForMaskedLM", "BertForPreTraining"])
 def test_pretraining_heads_continue_pretraining(hf, tmp_path, capsys, class_name):
     src, reference = _hf_dir(tmp_path, hf, class_name)
@@ -241,6 +247,7 @@ def test_pretraining_heads_continue_pretraining(hf, tmp_path, capsys, class_name
 # ------------------------------------------------------------------ heads we cannot keep
 @pytest.mark.parametrize("class_name", ["BertForMultipleChoice",
                                         "BertForNextSentencePrediction"])
+@pytest.mark.needs_torch
 def test_unknown_head_is_refused_unless_encoder_only(hf, tmp_path, capsys, class_name):
     src, _ = _hf_dir(tmp_path, hf, class_name)
     assert main(["convert", src, str(tmp_path / "out")]) == 2
@@ -253,6 +260,7 @@ def test_unknown_head_is_refused_unless_encoder_only(hf, tmp_path, capsys, class
     assert load_task_model(str(tmp_path / "out")).kind == "embed"
 
 
+@pytest.mark.needs_torch
 def test_encoder_only_keeps_todays_behaviour(hf, tmp_path, capsys):
     src, _ = _hf_dir(tmp_path, hf, "BertForSequenceClassification")
     out = _convert(capsys, src, str(tmp_path / "enc"), "--encoder-only")
@@ -261,6 +269,7 @@ def test_encoder_only_keeps_todays_behaviour(hf, tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------- multi-label
+@pytest.mark.needs_torch
 def test_multi_label_head(hf, tmp_path, capsys):
     torch, _ = hf
     names = ["toxic", "insult", "threat"]

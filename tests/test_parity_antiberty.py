@@ -16,6 +16,8 @@ from keras_bert.checkpoints.heads import load_hf_pretrainer
 from keras_bert.models.pretrainer import masked_lm_loss
 from tests.reference import require
 
+pytestmark = pytest.mark.needs_torch
+
 # Heavy- and light-chain variable domains of approved antibodies (and one VH fragment).
 SEQUENCES = [
     # trastuzumab VH

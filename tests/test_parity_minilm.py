@@ -10,6 +10,8 @@ import pytest
 from keras_bert.checkpoints import load_google_dir, load_hf_dir, save_google_dir
 from tests.reference import minilm_dir, require
 
+pytestmark = pytest.mark.needs_torch
+
 SENTENCES = [
     "Call me Ishmael.",
     "Some years ago, never mind how long precisely, having little or no money in my purse, "

@@ -1,12 +1,30 @@
-"""The suite's order (`tests/conftest.py`): the longest files first, nothing else moved."""
+"""The suite's order (`tests/conftest.py`): the longest files first, nothing else moved;
+CI's rotation of shares and Pythons (`tests/rotation.py`); the tests left out on a Python
+(`tests/ci_rules.py`)."""
 
 from __future__ import annotations
 
+import ast
+import configparser
+import glob
 import os
+import re
+import subprocess
 import sys
 
+from tests.ci_rules import TORCH_PYTHONS, python_bound
 from tests.conftest import _ROOT, LONGEST_FILES
-from tests.rotation import CYCLE, LANDING_BUDGET_S, SHARES, landing_load, rotation_share
+from tests.rotation import (
+    CYCLE,
+    DEVELOPMENT_PYTHON,
+    LANDING_BUDGET_S,
+    PYTHON_SLOTS,
+    SHARE_PYTHONS,
+    SHARES,
+    landing_load,
+    landing_python,
+    rotation_share,
+)
 
 
 def test_every_longest_file_exists_once():
@@ -78,7 +96,16 @@ def test_every_landing_carries_its_shares_and_stays_under_budget(pytester, monke
         for name in names:
             runs[name] += 1
         assert kept - rotating - small == everything - rotating - small
+        # The landing's Python runs every rotating test the landing keeps (needs_torch and
+        # SHARE_PYTHONS leave none of them out there), so no share loses its turn.
+        python = landing_python(turn)
+        lost = {i.nodeid for i in items if i.nodeid in kept and python_bound(i, python)}
+        assert not lost & (rotating | small), (turn, python, sorted(lost & (rotating | small)))
     assert runs == {name: CYCLE // s.every for name, s in SHARES.items()}
+    # and the check has teeth: the torch shares would be lost on a Python without torch
+    torch_shares = {i.nodeid for i in items if i.get_closest_marker("needs_torch")} & rotating
+    assert torch_shares and all(python_bound(i, "3.99") for i in items
+                                if i.nodeid in torch_shares)
 
 
 def test_at_most_one_older_environment_per_landing():
@@ -147,3 +174,155 @@ def test_ci_runs_one_exhaustive_test_in_rotation_and_logs_it(pytester, monkeypat
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider",
                                            "-m", "not exhaustive or ci_pick")
     result.assert_outcomes(passed=1, deselected=3)
+
+
+def _supported_pythons() -> set[str]:
+    """The `3.X` of setup.cfg's classifiers."""
+    config = configparser.ConfigParser()
+    config.read(os.path.join(_ROOT, "setup.cfg"))
+    return set(re.findall(r"Programming Language :: Python :: (3\.\d+)\b",
+                          config["metadata"]["classifiers"]))
+
+
+def test_ci_rotates_every_supported_python():
+    """CI runs each Python of setup.cfg's classifiers (and python_requires) once per cycle at
+    least, the development Python in the other landings; `.ci/run` asks `tests/rotation.py`
+    which, as a script."""
+    config = configparser.ConfigParser()
+    config.read(os.path.join(_ROOT, "setup.cfg"))
+    supported = _supported_pythons()
+    assert supported == {DEVELOPMENT_PYTHON, *PYTHON_SLOTS}
+    assert len(set(PYTHON_SLOTS.values())) == len(PYTHON_SLOTS)
+    assert {landing_python(turn) for turn in range(CYCLE)} == supported
+    requires = config["options"]["python_requires"]
+    low, high = re.fullmatch(r">=(3\.\d+),<(3\.\d+)", requires).groups()
+    minors = range(int(low.split(".")[1]), int(high.split(".")[1]))
+    assert supported == {f"3.{m}" for m in minors}, requires
+    for turn in range(CYCLE):
+        done = subprocess.run([sys.executable, os.path.join(_ROOT, "tests", "rotation.py"),
+                               "python", str(turn)], capture_output=True, text=True, check=True)
+        assert done.stdout.strip() == landing_python(turn)
+
+
+def test_install_script_installs_torch_where_the_tests_expect_it():
+    """scripts/install.sh's TORCH_PYTHONS is tests/ci_rules.py's: the tests marked
+    `needs_torch` are left out exactly where no torch is installed; and the older
+    environments' Pythons are the development one (SHARE_PYTHONS)."""
+    with open(os.path.join(_ROOT, "scripts", "install.sh"), encoding="utf-8") as f:
+        [line] = [x for x in f if x.startswith("TORCH_PYTHONS=")]
+    assert tuple(line.split("=", 1)[1].strip().strip('"').split()) == TORCH_PYTHONS
+    assert DEVELOPMENT_PYTHON in TORCH_PYTHONS
+    assert all(DEVELOPMENT_PYTHON in pythons for pythons, _ in SHARE_PYTHONS.values())
+    assert set(SHARE_PYTHONS) <= set(SHARES)
+
+
+TORCH_MODULES = {"torch", "transformers", "onnx", "onnxruntime", "onnxscript"}
+
+
+def unmarked_torch_tests(source: str) -> list[str]:
+    """The `test_*` functions of a test module's `source` that require a module of
+    `TORCH_MODULES` (`require(...)` / `pytest.importorskip(...)`, in the test or in a fixture
+    or helper of the module it names) without a `needs_torch` mark (on the function, in its
+    `parametrize` values, or the module's `pytestmark`)."""
+    tree = ast.parse(source)
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+    def requires(node) -> bool:
+        return any(isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Constant)
+                   and getattr(n.func, "id", getattr(n.func, "attr", None))
+                   in ("require", "importorskip") and n.args[0].value in TORCH_MODULES
+                   for n in ast.walk(node))
+
+    def reaches(func, seen) -> bool:
+        names = {a.arg for a in func.args.args} | {
+            n.id for n in ast.walk(func) if isinstance(n, ast.Name)}
+        others = [functions[n] for n in names if n in functions and n not in seen]
+        seen |= {f.name for f in others}
+        return requires(func) or any(reaches(f, seen) for f in others)
+
+    module_marked = any(isinstance(n, ast.Assign) and "needs_torch" in ast.unparse(n)
+                        and any(getattr(t, "id", "") == "pytestmark" for t in n.targets)
+                        for n in tree.body)
+    return [name for name, func in functions.items() if name.startswith("test_")
+            and reaches(func, {name}) and not module_marked
+            and not any("needs_torch" in ast.unparse(d) for d in func.decorator_list)]
+
+
+def test_every_test_that_needs_torch_is_marked():
+    """So that a Python without torch leaves them out, and says so, instead of skipping."""
+    unmarked = {}
+    for path in glob.glob(os.path.join(_ROOT, "tests", "**", "test_*.py"), recursive=True):
+        with open(path, encoding="utf-8") as f:
+            found = unmarked_torch_tests(f.read())
+        if found:
+            unmarked[os.path.relpath(path, _ROOT)] = found
+    assert not unmarked, unmarked
+    # negative control: a fixture's requirement reaches its test; marks release them
+    sample = (
+        "import pytest\nfrom tests.reference import require\n"
+        "@pytest.fixture\ndef hf():\n    return require('transformers')\n"
+        "def test_direct():\n    require('torch')\n"
+        "def test_through_fixture(hf):\n    pass\n"
+        "def test_through_helper():\n    _helper()\n"
+        "def _helper():\n    pytest.importorskip('onnxruntime')\n"
+        "@pytest.mark.needs_torch\ndef test_marked(hf):\n    pass\n"
+        "def test_other():\n    require('tokenizers')\n")
+    assert unmarked_torch_tests(sample) == ["test_direct", "test_through_fixture",
+                                            "test_through_helper"]
+    assert unmarked_torch_tests("import pytest\npytestmark = pytest.mark.needs_torch\n"
+                                + sample.split("\n", 1)[1]) == []
+
+
+LEFT_OUT_SAMPLE = """
+import pytest
+
+def test_plain():
+    pass
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("case", [1, 2])
+def test_torch(case):
+    pytest.importorskip("torch")
+"""
+LEFT_OUT_CONFTEST = """
+import pytest
+import tests.ci_rules as ci_rules
+
+ci_rules.TORCH_PYTHONS = tuple(__import__("os").environ["TORCH_PYTHONS"].split())
+
+def pytest_collection_modifyitems(config, items):
+    ci_rules.leave_out_for_python(config, items)
+"""
+
+
+def test_a_python_without_torch_leaves_its_tests_out_and_says_so(pytester, monkeypatch):
+    """Where scripts/install.sh installs no torch, the tests marked `needs_torch` are
+    deselected, not skipped (CI=true passes), and the report names the Python and why, in
+    its header and, counted, in its summary, with two xdist workers too; where it does, they
+    run (here: skip for want of torch, which fails under CI)."""
+    monkeypatch.setenv("PYTHONPATH", _ROOT)
+    monkeypatch.setenv("CI", "true")
+    pytester.makepyfile(test_sample=LEFT_OUT_SAMPLE)
+    pytester.makeconftest(LEFT_OUT_CONFTEST)
+    pytester.makeini("[pytest]\nmarkers =\n    needs_torch\n")
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    monkeypatch.setenv("TORCH_PYTHONS", "3.99")
+    for workers in ([], ["-n", "2"]):
+        result = pytester.runpytest_subprocess("-p", "tests.ci_rules", "-p",
+                                               "no:cacheprovider", *workers)
+        assert result.ret == 0, result.stdout.str()
+        result.stdout.fnmatch_lines([
+            f"left out on Python {python}: the tests marked needs_torch: scripts/install.sh "
+            f"installs torch 2.13.0 (CPU) on Python 3.99 only*",
+            f"left out on CPython {sys.version.split()[0]}: 2 tests, marked needs_torch*"])
+        assert "1 passed" in result.stdout.str()
+    monkeypatch.setenv("TORCH_PYTHONS", python)
+    result = pytester.runpytest_subprocess("-p", "tests.ci_rules", "-p", "no:cacheprovider")
+    assert "marked needs_torch" not in result.stdout.str()
+    assert result.ret == (0 if _has_torch() else 1), result.stdout.str()
+
+
+def _has_torch() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None

@@ -119,6 +119,7 @@ def _antiberty_dir(tmp_path) -> str:
     return str(target)
 
 
+@pytest.mark.needs_torch
 def test_predict_answers_what_hugging_faces_masked_lm_answers(tmp_path):
     """Real MLM weights (AntiBERTy, antibody sequences: one token per residue): the top 5
     residues and probabilities for each mask equal `BertForMaskedLM`'s softmax."""
