@@ -3,7 +3,7 @@ reading the `PredictResponse`, by `keras_bert_client` (TF Serving's messages enc
 field number in Python, no TensorFlow) against what a user of `tensorflow-serving-api`
 writes (`tf.make_tensor_proto` into the library's protobuf classes, `SerializeToString`;
 `PredictResponse.FromString` and `tf.make_ndarray` per output), the way `GrpcClient` did it
-until session 25.
+before it encoded the messages itself.
 
 Per batch size, one request of that many texts (~60 characters each) and one response with
 a classifier's outputs and a sentence embedding per text (`label` strings, `probabilities`

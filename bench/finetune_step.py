@@ -65,19 +65,22 @@ def parse_args(argv=None):
 
 def ours(args, ids, labels, dtype, losses, name):
     """A window of `args.steps` `model.fit` steps of the classify task kind's model."""
+    import keras
     import tensorflow as tf
 
     import keras_bert
-    from keras_bert.tasks.registry import task_kind
+    from keras_bert.tasks.text_classification.model import TextClassifier
     from keras_bert.training.optimizer import create_optimizer
 
     layers, hidden, heads, intermediate, vocab = CONFIGS[args.config]
     config = keras_bert.BertConfig(vocab_size=vocab, hidden_size=hidden, num_layers=layers,
                                    num_heads=heads, intermediate_size=intermediate)
-    kind = task_kind("classify")
-    model = kind.build_model(keras_bert.BertEncoder(config, dtype=dtype),
-                             {"num_classes": args.classes}, list(range(args.classes)))
-    kind.compile(model, create_optimizer(LEARNING_RATE, 10_000, 1_000, 0.01))
+    model = TextClassifier._build_network(
+        keras_bert.BertEncoder(config, dtype=dtype), TextClassifier.config_class(),
+        list(range(args.classes)))
+    model.compile(optimizer=create_optimizer(LEARNING_RATE, 10_000, 1_000, 0.01),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=False)
     features = {"input_word_ids": ids, "input_mask": tf.ones_like(ids),
                 "input_type_ids": tf.zeros_like(ids)}
     dataset = tf.data.Dataset.from_tensors((features, labels)).repeat()

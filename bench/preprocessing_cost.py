@@ -98,11 +98,9 @@ def build_export(root: str, size: str) -> tuple[str, str]:
     """A random classifier of `size` as a model dir, exported with a static length of 128."""
     import keras
 
-    from keras_bert import BertConfig, BertEncoder
-    from keras_bert.checkpoints.task_dir import build_task_model, save_task_model
-    from keras_bert.export.exporter import export_model
+    from keras_bert import BertConfig, BertEncoder, TextClassifier
     from keras_bert.tasks.labels import LabelVocab
-    from keras_bert.text import BertTokenizer
+    from keras_bert.text import BertPreprocessor, BertTokenizer
 
     keras.utils.set_random_seed(0)
     vocab = vocab_file()
@@ -110,12 +108,10 @@ def build_export(root: str, size: str) -> tuple[str, str]:
     config = BertConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=512,
                         **SIZES[size])
     labels = LabelVocab(["negative", "positive"])
-    task = {"kind": "classify", "seq_length": SEQ_LENGTH, "num_classes": 2, "pair": False}
-    model = build_task_model("classify", BertEncoder(config), task, labels)
-    model_dir = save_task_model(model, os.path.join(root, "model"), vocab, True, task, labels)
-    exported = export_model(model_dir.path, os.path.join(root, "serving"),
-                            seq_length=SEQ_LENGTH)
-    return exported.path, vocab
+    config_ = TextClassifier.config_class()
+    model = TextClassifier(TextClassifier._build_network(BertEncoder(config), config_, labels),
+                           BertPreprocessor(tokenizer, SEQ_LENGTH), labels, config_)
+    return model.export(os.path.join(root, "serving"), seq_length=SEQ_LENGTH), vocab
 
 
 def packed_ids(vocab: str, texts: list[str]) -> dict:

@@ -2,12 +2,12 @@
 
 What is timed (embedded corpus, uncased 30522-id vocabulary, seq 128, 20 predictions):
 
-1. **Tokenization** of the corpus documents (`keras_bert.data.pretraining.tokenize_documents`:
+1. **Tokenization** of the corpus documents (`keras_bert.pretraining.dataset.tokenize_documents`:
    sentences in TF batches of 2048, ids back to NumPy), MB/s of sentence text. The first call
    (tracing) is reported apart from the median of the following ones.
 2. **The full pipeline** as `keras-bert pretrain` builds it: `pretraining_dataset(
    token_documents, tokenizer, batch, PretrainingOptions(...), dynamic=True)` (new NSP pairs
-   and masks every epoch; pairs made by the Python generator in `keras_bert.data.nsp`, packed
+   and masks every epoch; pairs made by the Python generator in `keras_bert.pretraining.nsp`, packed
    and masked by a `tf.data` map) `.repeat(epochs)`, drained in Python. For batch 32 and 256,
    whole-word masking off and on. Each timed pass builds a fresh iterator: its **start-up**
    (until the first batch, which includes the first epoch's NSP pairing) is reported apart
@@ -85,9 +85,9 @@ def main(argv=None):
     threads = common.configure_threads(args.threads)
     import tensorflow as tf
 
-    from keras_bert.data import pretraining
-    from keras_bert.data.nsp import as_int_documents, create_nsp_examples
-    from keras_bert.data.pretraining import PretrainingOptions, pretraining_dataset
+    from keras_bert.pretraining import dataset as pretraining
+    from keras_bert.pretraining.dataset import PretrainingOptions, pretraining_dataset
+    from keras_bert.pretraining.nsp import as_int_documents, create_nsp_examples
     from keras_bert.text.tokenizer import BertTokenizer
 
     machine = common.machine_description()

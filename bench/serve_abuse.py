@@ -34,8 +34,8 @@ WORDS = "the whale ship sea captain harpoon white deep ocean voyage".split()
 def _model(preset: str, out: str) -> str:
     from keras_bert import BertConfig, BertEncoder
     from keras_bert.checkpoints.model_dir import save_model_dir
-    from keras_bert.export.exporter import export_model
-    from keras_bert.training.pretrain_job import DEFAULT_VOCAB
+    from keras_bert.data.corpus import DEFAULT_VOCAB
+    from keras_bert.tasks.task_dir import export_model
 
     with open(DEFAULT_VOCAB, encoding="utf-8") as f:
         vocab_size = sum(1 for _ in f)

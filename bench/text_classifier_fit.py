@@ -88,7 +88,7 @@ def weights(args, root: str) -> tuple[str, str]:
     from keras_bert.checkpoints.conversion import write_checkpoint
 
     if args.quick:
-        from keras_bert.task_models.sources import pretrained_model_dir
+        from keras_bert.tasks.sources import pretrained_model_dir
 
         source = pretrained_model_dir("tiny")
     else:

@@ -50,7 +50,7 @@ def tiny_model_dir(target: str, seed: int = 0):
     from keras_bert import BertConfig, BertEncoder
     from keras_bert.checkpoints import load_model_dir
     from keras_bert.checkpoints.model_dir import save_model_dir
-    from keras_bert.training.pretrain_job import DEFAULT_VOCAB
+    from keras_bert.data.corpus import DEFAULT_VOCAB
 
     if not os.path.exists(os.path.join(target, "keras_bert.json")):
         keras.utils.set_random_seed(seed)

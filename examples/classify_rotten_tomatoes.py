@@ -123,7 +123,7 @@ def main(argv=None) -> dict:
     eval_size = 128 if args.quick else None
     args.train_size = args.train_size or None
 
-    from keras_bert.task_models.finetune_job import FinetuneJob, run_finetuning
+    from keras_bert.jobs.finetune import FinetuneJob, run_finetuning
 
     start = time.perf_counter()
     train_csv, eval_csv = rotten_tomatoes_split(args.out, args.cache, args.train_size,

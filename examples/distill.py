@@ -2,7 +2,7 @@
 
 Teacher: the model directory written by `examples/classify_rotten_tomatoes.py` (default
 `artifacts/rotten_tomatoes/run/model`). Student: a randomly initialised BERT preset with the
-teacher's vocabulary, trained with `Distiller` (`keras_bert.training.distill_job`) on the
+teacher's vocabulary, trained with `Distiller` (`keras_bert.jobs.distill`) on the
 teacher's soft targets at temperature T mixed with the hard labels (weight alpha), on the
 teacher's training snippets (or, with `--train-size N`, the first N snippets of the same
 training split: distillation needs texts more than labels); both are then scored on the same
@@ -18,7 +18,7 @@ reaches 75.1% held-out accuracy (teacher 80.9%) at 17x the teacher's forward spe
 `--quick` (the quick teacher, 0.8125 on 128 held-out snippets; 4,000 snippets, 2 epochs,
 93 s on AMD EPYC, 2 cores): the student scores 0.742 against 0.570 for the majority class;
 on the teacher's 640 snippets, or on 2,000 for 3 epochs, it stays at the majority class
-(session 18).
+(2026-11-26, commit d83ddae).
 
 Prints the comparison and writes OUT/metrics.json and OUT/model (the student).
 """
@@ -56,7 +56,7 @@ def main(argv=None) -> dict:
     if args.quick:
         args.epochs, args.train_size = 2, args.train_size or 4000
 
-    from keras_bert.training.distill_job import DistillJob, format_comparison, run_distillation
+    from keras_bert.jobs.distill import DistillJob, format_comparison, run_distillation
 
     teacher = args.teacher or os.path.join(args.rt_out, "run", "model")
     if not os.path.exists(os.path.join(teacher, "keras_bert.json")):

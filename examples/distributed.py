@@ -51,7 +51,7 @@ def book_or_speech(max_per_class: int):
     """`(train, held_out)` `TextExample`s of `keras_bert.data.source_task` (its rule: labels
     by file, deduplicated, split by document, balanced)."""
     from keras_bert.data.source_task import source_task
-    from keras_bert.tasks import TextExample
+    from keras_bert.tasks.readers import TextExample
 
     task = source_task(max_per_class=max_per_class)
     return tuple([TextExample(ex.text, label=ex.label) for ex in task[split]]
@@ -80,9 +80,10 @@ def main(argv=None) -> dict:
     import keras
 
     from keras_bert.checkpoints import load_model_dir
-    from keras_bert.models import BertClassifier
-    from keras_bert.task_models.finetune_job import compile_task_model
-    from keras_bert.tasks import LabelVocab, classification_dataset, encode_labels
+    from keras_bert.jobs.finetune import compile_task_model
+    from keras_bert.tasks.labels import LabelVocab
+    from keras_bert.tasks.text_classification.network import BertClassifier
+    from keras_bert.tasks.text_classification.readers import classification_dataset, encode_labels
     from keras_bert.training import create_optimizer
 
     keras.utils.set_random_seed(12345)

@@ -74,7 +74,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
 
     from keras_bert.client import GrpcClient, RestClient
-    from keras_bert.export.exporter import export_model
+    from keras_bert.tasks.task_dir import export_model
 
     if args.model:
         model_path = args.model

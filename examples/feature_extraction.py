@@ -43,8 +43,9 @@ POOLINGS = ("cls", "mean", "concat_last4")
 
 def embed(model_dir, texts: list[str], pooling: str, seq_length: int = 32) -> np.ndarray:
     """`[len(texts), dim]` unit vectors of `texts` with `BertEmbedder(pooling)`."""
-    from keras_bert.models import BertEmbedder
-    from keras_bert.tasks import TextExample, text_dataset
+    from keras_bert.tasks.readers import TextExample
+    from keras_bert.tasks.text_classification.readers import text_dataset
+    from keras_bert.tasks.text_embedding.network import BertEmbedder
 
     preprocessor = model_dir.preprocessor().with_length(seq_length)
     embedder = BertEmbedder(model_dir.load_encoder(), pooling=pooling, normalize=True)

@@ -95,7 +95,10 @@ def score_served(export_dir: str, rows, labels: list[str], train_rows) -> dict:
     """Micro F1 of the export's `labels` answers on `rows` (TF Serving's Session loader),
     and of the text-blind baselines."""
     from keras_bert.export.session_bundle import SessionBundle
-    from keras_bert.tasks.multilabel_metrics import multilabel_baselines, multilabel_f1
+    from keras_bert.tasks.text_classification.multilabel_metrics import (
+        multilabel_baselines,
+        multilabel_f1,
+    )
 
     gold = np.array([[name in topics for name in labels] for _, topics in rows])
     predicted = np.zeros_like(gold)

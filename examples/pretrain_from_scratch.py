@@ -2,7 +2,7 @@
 
 Corpus: Moby-Dick and State of the Union addresses shipped in `keras_bert/data/corpus`
 (chapters and addresses are the documents; 15% of each file's are held out). Vocabulary: the embedded
-8k uncased WordPiece vocabulary. Training: `keras_bert.training.pretrain_job.run_pretraining`,
+8k uncased WordPiece vocabulary. Training: `keras_bert.jobs.pretrain.run_pretraining`,
 i.e. `model.fit` on `BertPretrainer` (masked LM + next-sentence prediction, masks drawn anew
 every epoch) with BERT's AdamW, warmup and linear decay. The held-out masked-LM accuracy is
 compared with always predicting the most frequent masked token.
@@ -44,7 +44,7 @@ def main(argv=None) -> dict:
         args.steps, args.batch_size, args.seq_length = 20, 16, 64
         steps_per_epoch, eval_steps, max_predictions = 10, 2, 10
 
-    from keras_bert.training.pretrain_job import PretrainJob, run_pretraining
+    from keras_bert.jobs.pretrain import PretrainJob, run_pretraining
 
     job = PretrainJob(out=args.out, preset="tiny", steps=args.steps,
                       steps_per_epoch=steps_per_epoch, batch_size=args.batch_size,

@@ -1,4 +1,4 @@
-"""The quick start, from a checkout: `keras-bert quickstart` (`keras_bert/quickstart_job.py`)."""
+"""The quick start, from a checkout: `keras-bert quickstart` (`keras_bert/jobs/quickstart.py`)."""
 
 import os
 import sys

@@ -99,7 +99,7 @@ def cut(dataset: dict, size: int) -> dict:
 def first_capitalised_baseline(dataset: dict) -> dict:
     """EM/F1 of answering each question with the context's first capitalised word that the
     question does not contain (what the rule makes easy to guess without reading)."""
-    from keras_bert.tasks import squad_em_f1
+    from keras_bert.tasks.question_answering.metrics import squad_em_f1
 
     predictions = {}
     for paragraph in dataset["data"][0]["paragraphs"]:

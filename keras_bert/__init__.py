@@ -18,12 +18,10 @@ __all__ = ["PRESETS", "BertConfig", "BertEncoder", "FitSchedule", "MultiLabelCla
 
 _LAZY = {"PRESETS": "keras_bert.config", "BertConfig": "keras_bert.config",
          "BertEncoder": "keras_bert.models", "FitSchedule": "keras_bert.training.fit_schedule",
-         "TextClassifier": "keras_bert.task_models", "TextRegressor": "keras_bert.task_models",
-         "TokenClassifier": "keras_bert.task_models",
-         "MultiLabelClassifier": "keras_bert.task_models",
-         "QuestionAnswerer": "keras_bert.task_models",
-         "TextEmbedder": "keras_bert.task_models",
-         "TextPretrainer": "keras_bert.task_models"}
+         "TextClassifier": "keras_bert.tasks", "TextRegressor": "keras_bert.tasks",
+         "TokenClassifier": "keras_bert.tasks", "MultiLabelClassifier": "keras_bert.tasks",
+         "QuestionAnswerer": "keras_bert.tasks", "TextEmbedder": "keras_bert.tasks",
+         "TextPretrainer": "keras_bert.pretraining"}
 
 
 def __getattr__(name: str):

@@ -203,3 +203,72 @@ PRESETS: dict[str, BertConfig] = {
     "base": _preset(12, 768, 12),
     "large": _preset(24, 1024, 16),
 }
+
+
+# The optimizers a pretraining run may use (`keras_bert.training.optimizer`): BERT's AdamW,
+# and LAMB for large batches.
+OPTIMIZERS = ("adamw", "lamb")
+
+# The vector a sentence-level head reads: BERT's pooler output, the last layer at [CLS], or
+# the masked mean of the last layer (`keras_bert.models.pooling`).
+POOLING_MODES = ("pooled", "cls", "mean")
+
+# How a sentence-level model reads a text longer than its sequence length (the task block
+# records it; `keras_bert.text.sentence_windows` reads the windows, in graph).
+READING_MODES = ("truncate", "windows")
+AGGREGATIONS = ("mean", "max", "first")
+
+
+@dataclasses.dataclass(frozen=True)
+class LongTextReading:
+    """How a sentence-level model reads texts longer than its sequence length.
+
+    `mode`: `truncate` or `windows`; `doc_stride`: how far window starts advance, in word
+    pieces (None: `keras_bert.config.default_doc_stride`); `max_windows`: the most windows
+    read per text (the rest of a longer text is not read, and `truncated` says so);
+    `aggregate`: how the windows' logits become the text's (`mean`, `max`, `first`;
+    regression takes the mean).
+    """
+
+    mode: str = "truncate"
+    doc_stride: int | None = None
+    max_windows: int = 8
+    aggregate: str = "mean"
+
+    def __post_init__(self):
+        if self.mode not in READING_MODES:
+            raise ValueError(f"long-text reading must be one of {READING_MODES}, got "
+                             f"{self.mode!r}")
+        if self.aggregate not in AGGREGATIONS:
+            raise ValueError(f"window aggregation must be one of {AGGREGATIONS}, got "
+                             f"{self.aggregate!r}")
+        if self.doc_stride is not None and int(self.doc_stride) < 1:
+            raise ValueError(f"doc_stride must be at least 1, got {self.doc_stride}")
+        if int(self.max_windows) < 1:
+            raise ValueError(f"max_windows must be at least 1, got {self.max_windows}")
+
+    @property
+    def windowed(self) -> bool:
+        """Whether texts are read in windows."""
+        return self.mode == "windows"
+
+    def stride(self, seq_length: int) -> int:
+        """The stride at `seq_length`: `doc_stride`, else `default_doc_stride`."""
+        return int(self.doc_stride or default_doc_stride(seq_length))
+
+    @classmethod
+    def at_length(cls, reading: LongTextReading | str, seq_length: int) -> LongTextReading:
+        """`reading` (a mode name, or a `LongTextReading`) with its stride made explicit at
+        `seq_length`, as `keras-bert finetune` records it."""
+        if isinstance(reading, str):
+            reading = cls(reading)
+        return dataclasses.replace(reading, doc_stride=reading.stride(seq_length))
+
+    def block(self) -> dict:
+        """The task block's `long_text` entry."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_block(cls, block: dict | None) -> LongTextReading:
+        """The reading a task block records (none: `truncate`, as before windows)."""
+        return cls(**(block or {}))

@@ -26,7 +26,7 @@ esac
 
 # The Pythons that get torch 2.13.0 and its peers (transformers, ONNX Runtime): its CPU wheel
 # is kept for cp311 only, and PyPI's Linux torch for the others is the CUDA build with several
-# GB of NVIDIA libraries, which this project never installs. tests/ci_rules.py
+# GB of NVIDIA libraries, which this project never installs. tests/support/ci_rules.py
 # (TORCH_PYTHONS) leaves the tests marked `needs_torch` out on the others and says so.
 TORCH_PYTHONS="3.11"
 
@@ -89,7 +89,7 @@ minor=$(cut -d. -f1,2 <<<"$version")
 echo "[install] .venv: CPython $version ($(.venv/bin/python -c 'import sys; print(sys.base_prefix)'))"
 
 # uv installs the pinned set in a fifth of pip's time (measured on this project's AMD EPYC
-# host, cold caches: 18 s against 103 s); pip installs uv itself. uv reads no pip
+# host, 2026-11-27, cold caches: 18 s against 103 s); pip installs uv itself. uv reads no pip
 # configuration, so pip's find-links (where a machine keeps wheels such as a CPU build of
 # torch) are passed on. Like `pip --no-compile`, uv leaves byte-compiling to first use.
 .venv/bin/python -m pip install --disable-pip-version-check -q -c constraints.txt uv

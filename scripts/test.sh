@@ -4,7 +4,7 @@
 #   scripts/test.sh          the tests to run before every commit: no test marked `slow` or
 #                            `exhaustive`
 #   scripts/test.sh --full   every test but the exhaustive tier: the slow ones, every rotating
-#                            share (tests/rotation.py), the older environments
+#                            share (tests/support/rotation.py), the older environments
 #   scripts/test.sh --ci     CI's run (.ci/run): the default tier plus the slow tests, with
 #                            this landing's shares and exhaustive test (KERAS_BERT_ROTATION,
 #                            the commit count unless set)

@@ -33,11 +33,11 @@ def read_cases(path: str) -> list[dict]:
         cases.append({"file": "/".join(file) + ".py" if file else module,
                       "name": f"{module}::{case.get('name')}",
                       "seconds": float(case.get("time", 0) or 0), "outcome": outcome,
-                      # tests/resource_log.py: CPU of the test's process and its children
+                      # tests/support/resource_log.py: CPU of the test's process and its children
                       "cpu": float(properties.get("cpu_s", "nan")),
                       "child_cpu": float(properties.get("child_cpu_s", "nan")),
                       "threads": int(properties.get("threads", 0)),
-                      # tests/rotation.py: pick_exhaustive
+                      # tests/support/rotation.py: pick_exhaustive
                       "ci_pick": properties.get("ci_pick")})
     return cases
 
@@ -72,7 +72,7 @@ def summary(cases: list[dict], slowest: int = 40) -> str:
 def _waiting(cases: list[dict], count: int) -> list[str]:
     """The tests whose wall time ran furthest ahead of the CPU their process and its
     waited-for children used, and the most threads a file's tests left alive (none when
-    the XML has no `tests/resource_log.py` properties)."""
+    the XML has no `tests/support/resource_log.py` properties)."""
     measured = [c for c in cases if c["cpu"] == c["cpu"]]  # not NaN
     if not measured:
         return []

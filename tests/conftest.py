@@ -12,11 +12,11 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from keras_bert import BertConfig  # noqa: E402
-from tests.rotation import pick_exhaustive, rotation_share  # noqa: E402
+from tests.support.rotation import pick_exhaustive, rotation_share  # noqa: E402
 
 # `ci_rules`: no test skips under CI=true; `resource_log`: CPU and threads per test in the
 # durations log; `pytester`: the tests of those run a suite.
-pytest_plugins = ["tests.ci_rules", "tests.resource_log", "pytester"]
+pytest_plugins = ["tests.support.ci_rules", "tests.support.resource_log", "pytester"]
 
 # The tiny encoder the unit tests use: builds and runs in well under a second on a CPU.
 TINY_CONFIG_KWARGS = dict(vocab_size=101, hidden_size=32, num_layers=2, num_heads=4,
@@ -67,49 +67,72 @@ def tiny_export(tiny_model_dir, tmp_path_factory):
     """Its export as `BASE/1/` (an `ExportResult`; no op audit: that is tested in
     tests/export/test_op_audit.py). Shared by the serving, fuzz and abuse tests: copy the
     version directory before adding versions next to it."""
-    from keras_bert.export.exporter import export_model
+    from keras_bert.tasks.task_dir import export_model
 
     return export_model(tiny_model_dir, str(tmp_path_factory.mktemp("serving") / "bert"),
                         target=None)
 
 
+# The learning thresholds of the tests that train the tiny model were measured over the
+# starting models of seeds 0-4 (`KERAS_BERT_TINY_SEED`); a run uses seed 0.
+TINY_SEED = int(os.environ.get("KERAS_BERT_TINY_SEED", "0"))
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> str:
+    """A tiny random BERT over the test vocabulary (`tests/support/tiny_data.py`, seed
+    `TINY_SEED`), as a model directory; one per test module."""
+    from tests.support.tiny_data import write_tiny_model_dir
+
+    keras.utils.set_random_seed(TINY_SEED)
+    return write_tiny_model_dir(tmp_path_factory.mktemp("tiny_bert"))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> str:
+    """The first 12 chapters of the embedded Moby Dick, as a corpus file."""
+    from tests.support.tiny_data import moby_chapters
+
+    return moby_chapters(tmp_path_factory.mktemp("corpus"), 12)
+
+
 @pytest.fixture(scope="session")
 def minilm_model_dir(tmp_path_factory) -> str:
     """The real all-MiniLM-L6-v2 weights converted once (`convert`, the library call; the
-    `keras-bert convert` command itself is tested in tests/test_cli_convert_encode.py)."""
+    `keras-bert convert` command itself is tested in tests/cli/test_cli_convert_encode.py)."""
     from keras_bert.checkpoints import convert
-    from tests.reference import minilm_dir
+    from tests.support.reference import minilm_dir
 
     return convert(minilm_dir(), str(tmp_path_factory.mktemp("minilm") / "minilm")).path
 
 
 # ----- order: the longest files first, so that two xdist workers (`.ci/run`) end together ---
 
-# The files over ~60 s in CI's durations log (session 19's fresh-clone run,
-# docs/runs/ci-durations-session18.md for the one before), longest first, with the rotating
+# The files over ~60 s in CI's durations log (a fresh-clone run of 2026-11-26, 47.6 min in all;
+# docs/runs/ci-durations-2026-11-26-31f258c.md for the run before it), longest first, with the rotating
 # shares counted at their share of a run; the rest keep their order after them. Within a
 # file the order never changes (module fixtures).
 LONGEST_FILES = (
     "tests/examples/test_examples.py", "tests/test_readme.py",
     "tests/export/test_runtime_matrix.py", "tests/test_oldest_supported.py",
-    "tests/export/test_train_serve_features.py", "tests/training/test_pretrain_phases.py",
-    "tests/export/test_task_exports.py", "tests/task_models/test_text_classifier.py",
-    "tests/training/test_finetune_resume.py", "tests/test_pretrainer.py",
-    "tests/export/test_export.py", "tests/test_task_models.py", "tests/test_bench.py",
-    "tests/training/test_pretrain_resume.py", "tests/training/test_accumulation.py",
+    "tests/export/test_train_serve_features.py", "tests/pretraining/test_phases.py",
+    "tests/export/test_task_exports.py", "tests/tasks/text_classification/test_text_classifier.py",
+    "tests/jobs/test_finetune_resume.py", "tests/models/test_pretrainer.py",
+    "tests/export/test_export.py", "tests/tasks/test_task_networks.py", "tests/test_bench.py",
+    "tests/jobs/test_pretrain_resume.py", "tests/training/test_accumulation.py",
     "tests/examples/test_notebook.py", "tests/test_kaggle_wheelhouse.py",
-    "tests/training/test_distribution.py", "tests/test_quickstart.py",
+    "tests/training/test_distribution.py", "tests/jobs/test_quickstart.py",
 )
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the pick carries `ci_pick`
 def pytest_collection_modifyitems(config, items):
-    """Leaves out the tests this Python cannot run, and says so (`tests/ci_rules.py:
+    """Leaves out the tests this Python cannot run, and says so (`tests/support/ci_rules.py:
     leave_out_for_python`), keeps this run's share of the `rotating` tests
     (`rotation_share`), marks this run's exhaustive test (`pick_exhaustive`), then sorts the
     longest files first (stable: every other file keeps its place)."""
-    from tests.ci_rules import leave_out_for_python  # a plugin (above): imported by pytest
+    from tests.support.ci_rules import leave_out_for_python  # a plugin (above): imported by pytest
 
     leave_out_for_python(config, items)
     pick_exhaustive(items, os.environ.get("KERAS_BERT_ROTATION"))

@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from tests.reference import require
-from tests.rotation import share
+from tests.support.reference import require
+from tests.support.rotation import share
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -55,7 +55,7 @@ WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit
 
 
 # 30-165 s each in CI's durations logs: CI runs one of them per landing, each once in 12
-# landings (its share in tests/rotation.py).
+# landings (its share in tests/support/rotation.py).
 # Those with Hugging Face's torch models among their contenders.
 WITH_TORCH = ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
               "serving_latency.py", "serving_profile.py", "long_documents.py")

@@ -10,7 +10,7 @@ import pytest
 
 from keras_bert import PRESETS, BertConfig
 from keras_bert.config import _ACTIVATIONS_BACK
-from tests.reference import minilm_dir
+from tests.support.reference import minilm_dir
 
 # Google's released `bert_config.json` of uncased_L-12_H-768_A-12, verbatim.
 GOOGLE_BASE_JSON = """{

@@ -72,9 +72,9 @@ BREAKAGES = {
     "link": ("index.md", "](verified.md)", "](no-such-page.md)", "no-such-page.md"),
     "anchor": ("benchmarks.md", "#fine-tuning-step-benchfinetune_steppy)", "#no-such-step)",
                "no-such-step"),
-    "reference": ("reference/task-models.md", "::: keras_bert.task_models.TextClassifier\n",
-                  "::: keras_bert.task_models.TextClassifier\n\n"
-                  "::: keras_bert.task_models.NoSuchThing\n", "NoSuchThing"),
+    "reference": ("reference/task-models.md", "::: keras_bert.config.LongTextReading\n",
+                  "::: keras_bert.config.LongTextReading\n\n"
+                  "::: keras_bert.config.NoSuchThing\n", "NoSuchThing"),
     "snippet": ("install.md", '"README.md:install"', '"README.md:no-such-part"',
                 "no-such-part"),
 }

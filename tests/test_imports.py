@@ -65,17 +65,30 @@ def test_server_side_loads_no_keras_model_code():
                 if not m.startswith(("keras_bert.devserver", "keras_bert.export"))
                 and m not in ("keras_bert", "keras_bert.proto_json")]
     assert "keras_bert.export.exporter" not in server["keras_bert"]
-    assert "keras_bert.tasks.serving_module" not in server["keras_bert"]
+    assert "keras_bert.tasks.serving" not in server["keras_bert"]
 
 
 def test_module_names_say_what_they_are_once():
-    # A file name names one thing: no two modules of the package share a name.
+    """A file name names one thing: no two modules share a name, but for the parts every
+    task kind's folder repeats (`config.py`, `model.py`, ...: the same part of another
+    kind; the pretraining folder has the same shape) and a command beside its job
+    (`cli/finetune.py` parses what `jobs/finetune.py` runs)."""
+    repeated_parts = {"config.py", "network.py", "model.py", "serving.py", "metrics.py",
+                      "readers.py"}
     names: dict[str, list[str]] = {}
     for root, _, files in os.walk(os.path.join(REPO, "keras_bert")):
         for name in files:
             if name.endswith(".py") and name != "__init__.py":
                 names.setdefault(name, []).append(os.path.relpath(os.path.join(root, name), REPO))
-    assert {n: paths for n, paths in names.items() if len(paths) > 1} == {}
+    shared = {}
+    for name, paths in names.items():
+        folders = {os.path.dirname(p) for p in paths}
+        if len(paths) < 2 or name in repeated_parts:
+            continue
+        if folders == {"keras_bert/cli", "keras_bert/jobs"}:
+            continue
+        shared[name] = paths
+    assert shared == {}
 
 
 def _package_imports() -> dict[str, set[str]]:
@@ -124,9 +137,12 @@ def assert_acyclic(edges: dict[str, set[str]]) -> None:
 
 def test_packages_import_each_other_without_cycles():
     edges = _package_imports()
-    # task kinds sit below checkpoints and export (`config`: the package's bottom module)
-    assert edges["tasks"] <= {"config", "models", "text"}
-    assert "export" not in edges["checkpoints"] and "training" not in edges["export"]
+    # The task kinds build on the encoder, the text pipeline, checkpoints (their models'
+    # sources and directories), training and export; none of those imports them back, and
+    # the jobs and the command line sit on top.
+    assert edges["tasks"] <= {"checkpoints", "config", "export", "models", "text", "training"}
+    for below in ("checkpoints", "export", "models", "text", "training", "pretraining"):
+        assert not edges.get(below, set()) & {"tasks", "jobs", "cli"}, below
     assert_acyclic(edges)
 
 
@@ -161,8 +177,105 @@ def _module_imports() -> dict[str, set[str]]:
 
 def test_modules_import_each_other_without_cycles():
     """No module imports one that imports it back, directly or through others, not even
-    inside a function (session 19 removed checkpoints.conversion <-> checkpoints.heads)."""
+    inside a function: checkpoints.heads importing detect_format from checkpoints.conversion
+    in a function made such a cycle (issue 30), which is why checkpoints.formats holds it."""
     edges = _module_imports()
     assert len(edges) > 100 and "keras_bert.checkpoints.heads" in edges
     assert_acyclic(edges)
 
+
+
+KIND_FOLDERS = ("text_classification", "token_classification", "question_answering",
+                "text_embedding")
+# The parts every kind's folder holds (`keras_bert/tasks/__init__.py`).
+KIND_PARTS = ("config.py", "network.py", "model.py", "serving.py")
+
+
+def test_each_kind_lives_in_one_folder_with_the_same_parts():
+    from keras_bert.tasks.registry import KINDS
+
+    folders = {kind.model.split(".")[0] for kind in KINDS.values()}
+    assert folders == set(KIND_FOLDERS)
+    for folder in KIND_FOLDERS:
+        files = set(os.listdir(os.path.join(REPO, "keras_bert", "tasks", folder)))
+        assert set(KIND_PARTS) <= files, (folder, sorted(files))
+    for name, kind in KINDS.items():  # each class declares the name the registry gives it
+        assert kind.model_class().kind == name
+
+
+def test_kind_modules_are_imported_only_from_their_folder_and_the_job_layer():
+    """A change to a kind touches its folder (and its line in the registry, which imports
+    its class by name, at run time): no other package imports a kind's module, except the
+    job layer (`keras_bert.jobs`), which runs the kinds for the command line."""
+    edges = _module_imports()
+    outside = []
+    for module, targets in edges.items():
+        for target in targets:
+            parts = target.split(".")
+            if len(parts) > 3 and parts[1] == "tasks" and parts[2] in KIND_FOLDERS:
+                own = module.startswith(".".join(parts[:3]))
+                if not own and not module.startswith("keras_bert.jobs"):
+                    outside.append(f"{module} -> {target}")
+    assert outside == []
+
+
+def test_kind_names_are_compared_nowhere_but_the_registry():
+    """Code that needs a kind's behaviour asks its class; the names live in one table
+    (`keras_bert/tasks/registry.py`). (TF Serving's REST verbs `classify` / `regress` in
+    `keras_bert/devserver/rest.py` are its API, not our kinds.)"""
+    import ast
+
+    from keras_bert.tasks.registry import KINDS
+
+    found = []
+    for root, _, files in os.walk(os.path.join(REPO, "keras_bert")):
+        for name in files:
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, REPO)
+            if not name.endswith(".py") or rel in ("keras_bert/tasks/registry.py",
+                                                    "keras_bert/devserver/rest.py"):
+                continue
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Compare):
+                    constants = [n.value for n in ast.walk(node)
+                                 if isinstance(n, ast.Constant)]
+                    found += [f"{rel}:{node.lineno} {c!r}" for c in constants if c in KINDS]
+    assert found == []
+
+
+def test_files_and_functions_stay_short():
+    """No file over 400 lines, no function over 60 lines."""
+    import ast
+
+    long_files, long_functions = [], []
+    for root, _, files in os.walk(os.path.join(REPO, "keras_bert")):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(root, name)
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+            rel = os.path.relpath(path, REPO)
+            if source.count("\n") > 400:
+                long_files.append(rel)
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    length = node.end_lineno - node.lineno + 1
+                    if length > 60:
+                        long_functions.append(f"{rel}:{node.name} ({length})")
+    assert long_files == [] and long_functions == []
+
+
+def test_the_layout_page_draws_the_imports_as_they_are():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "package_graph", os.path.join(REPO, "scripts", "package_graph.py"))
+    graph = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(graph)
+    with open(os.path.join(REPO, "docs", "layout.md"), encoding="utf-8") as f:
+        page = f.read()
+    assert graph.documented(page) == graph.table(REPO), (
+        "docs/layout.md: run `python scripts/package_graph.py --write`")

@@ -2,7 +2,7 @@
 Text 2.20.0 (an image like Kaggle's or Colab's: the test runtime `tensorflow-2.20.0` seen
 through a `.pth` file) keeps every package the image had, and `convert`, `tokenize`,
 `finetune`, `predict` and `export` work there from the installed wheel
-(tests/installed_commands.py). TensorFlow 2.16.2 + TF Text 2.16.1, the oldest supported,
+(tests/support/installed_commands.py). TensorFlow 2.16.2 + TF Text 2.16.1, the oldest supported,
 get the same check in tests/test_oldest_supported.py."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import subprocess
 
 import pytest
 
-from tests.built_distributions import built_distributions
 from tests.export.runtimes import RUNTIMES, image_environment, installed_versions
-from tests.installed_commands import run_commands
-from tests.rotation import share
+from tests.support.built_distributions import built_distributions
+from tests.support.installed_commands import run_commands
+from tests.support.rotation import share
 
 # In the landings that build TF 2.20.0's runtime (the share `env:tf-2.20.0`).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), share("env:tf-2.20.0")]

@@ -11,7 +11,7 @@ install` (no pin of TensorFlow: the required dependencies leave it be;
 extra), with the oldest versions of the other dependencies as constraints. Without the
 extra, `keras-bert serve` says how to install it. From the installed wheel, in a folder
 outside the repository: `convert`, `tokenize`, `finetune`, `predict`, `export`
-(tests/installed_commands.py). Then the smoke subset runs from the repository (its
+(tests/support/installed_commands.py). Then the smoke subset runs from the repository (its
 checkout first on `sys.path`) with those dependencies: `convert` (Google and Hugging Face
 layouts), `keras-bert tokenize --rules google|huggingface` against Google's
 `tokenization.py` and HF `tokenizers` on the corpus, hard cases and the sampled code points,
@@ -28,19 +28,19 @@ import subprocess
 
 import pytest
 
-from tests.built_distributions import built_distributions
 from tests.export.runtimes import cache_dir, environment_python
-from tests.installed_commands import run_commands
-from tests.rotation import share
+from tests.support.built_distributions import built_distributions
+from tests.support.installed_commands import run_commands
+from tests.support.rotation import share
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OLDEST = os.path.join(REPO, "constraints-oldest.txt")
-SMOKE_FILES = ["tests/test_checkpoints.py", "tests/text/test_tokenizer_upstream.py",
-               "tests/training/test_finetune.py", "tests/export/test_export.py"]
+SMOKE_FILES = ["tests/checkpoints/test_checkpoints.py", "tests/text/test_tokenizer_upstream.py",
+               "tests/jobs/test_finetune.py", "tests/export/test_export.py"]
 SMOKE_TESTS = ("convert_each_format or google_round_trip or hf_round_trip or rules_equal "
                "and uncased or classify_then_predict or fresh_process or layout_and_size")
 # pip, not uv: what a user's `pip install` resolves is the claim. --no-compile: byte-compiling
-# every module of TensorFlow took ~20 s of an environment's ~55 s on 2 cores (session 20).
+# every module of TensorFlow took ~20 s of an environment's ~55 s on 2 cores (2026-11-26).
 PIP_INSTALL = ["install", "-q", "--disable-pip-version-check", "--no-compile"]
 VERSIONS = ("import importlib.metadata as m, json; print(json.dumps({d.metadata['Name'].lower()"
             ": d.version for d in m.distributions()}))")
@@ -73,10 +73,10 @@ def _oldest_python() -> str:
         expect_tensorflow=pins["tensorflow"], installer="pip")
 
 
-@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
+@pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
 @pytest.mark.timeout(2400)  # builds a virtual environment, then runs an inner suite
-# ~220 s in CI's durations log (session 20): once in six landings, in the cycle of the
-# older environments (tests/rotation.py), so that a CI run builds at most one of them.
+# ~220 s in CI's durations log docs/runs/ci-durations-2026-11-26-b8ae702.md: once in six landings, in the cycle of the
+# older environments (tests/support/rotation.py), so that a CI run builds at most one of them.
 @share("env:oldest")
 def test_oldest_supported_versions_run_the_smoke_subset(tmp_path):
     python = _oldest_python()

@@ -1,7 +1,7 @@
 """Every command in the documentation's ```bash blocks works as printed.
 
 The documentation is README.md and the pages under docs/ in the site's order
-(`tests/docs_pages.py`, mkdocs.yml's nav); "README" below means all of it. The commands run
+(`tests/support/docs_pages.py`, mkdocs.yml's nav); "README" below means all of it. The commands run
 in that order, each in its own `bash -c`, in a temporary directory that
 holds links to the repository's `.venv/` and `examples/` (what a user who pasted them after
 the quick start's install has), offline. Each must exit 0, and the files and answers it
@@ -31,9 +31,9 @@ import urllib.request
 
 import pytest
 
-from tests.docs_pages import documentation
-from tests.readme_coverage import check_covered, covering_tests
-from tests.rotation import share
+from tests.support.docs_pages import documentation
+from tests.support.readme_coverage import check_covered, covering_tests
+from tests.support.rotation import share
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = ".venv/bin/keras-bert"
@@ -66,7 +66,7 @@ def _example_covered(command: str):
 # README lines that other tests run (pattern -> check that a test runs them).
 COVERED = [
     (r"^bash scripts/quickstart\.sh$", lambda c: _covered_by(
-        "tests/test_quickstart.py", "keras-bert", "quickstart", "--quick")),
+        "tests/jobs/test_quickstart.py", "keras-bert", "quickstart", "--quick")),
     (r"^bash scripts/test\.sh$", lambda c: _covered_by(".ci/run", "bash", "scripts/test.sh")),
     (r"jupyter execute examples/kaggle_bert\.ipynb", lambda c: _covered_by(
         "tests/examples/test_notebook.py", "examples", "kaggle_bert.ipynb")),
@@ -244,7 +244,7 @@ CHECKS = {"convert_pretrain": _check_convert_pretrain,
 
 # The README's commands in four parts, each with what it needs of the others (the MiniLM
 # conversion), so that CI can run one part per landing (a share each in
-# tests/rotation.py, once in twelve landings). `readme_part` names a
+# tests/support/rotation.py, once in twelve landings). `readme_part` names a
 # command's part by the files it reads or writes.
 README_PARTS = ("convert_pretrain", "classify_serve", "tag_multilabel", "squad_serve")
 _SHARED = (r"^MINILM=", r'^\.venv/bin/keras-bert convert "\$MINILM" models/minilm$')
@@ -410,7 +410,7 @@ def test_coverage_rule_needs_a_test_that_runs_the_command(tmp_path):
     assert covering_tests(str(path), "examples", "quickstart.py") == ["test_runs"]
     assert covering_tests(str(path), "kaggle_bert.ipynb") == []
     assert covering_tests(str(path), "examples/ner.py") == []
-    for spec in (".ci/run", "tests/test_quickstart.py", "tests/examples/test_notebook.py",
+    for spec in (".ci/run", "tests/jobs/test_quickstart.py", "tests/examples/test_notebook.py",
                  "tests/test_bench.py"):
         assert os.path.exists(os.path.join(REPO, spec))
     with pytest.raises(AssertionError, match="does not run"):
@@ -445,10 +445,10 @@ def python_blocks(markdown: str) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", markdown, flags=re.S | re.M)
 
 
-@pytest.mark.slow  # fits the real MiniLM: ~120 s in CI's durations log (session 19)
+@pytest.mark.slow  # fits the real MiniLM: ~120 s in a fresh-clone CI run of 2026-11-26
 # With the README's classify-and-serve commands (the share `readme:python_block`):
 # every run fits, predicts, saves and exports the same class on a tiny model
-# (tests/task_models/test_text_classifier.py).
+# (tests/tasks/text_classification/test_text_classifier.py).
 @share("readme:python_block")
 def test_readme_python_blocks_run_as_printed(tmp_path):
     """The Python blocks (README.md's example, which the Python API page includes, and that

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs_pages import documentation
+from tests.support.docs_pages import documentation
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURE = re.compile(r"(?<![\w.#-])(\d[\d,]*(?:\.\d+)?)(?=x\b| ms\b| s\b| seq/s\b|%)")

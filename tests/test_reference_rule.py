@@ -1,9 +1,9 @@
 """The one rule for skips: a missing reference skips locally; under CI (`CI=true`) every skip,
-however it was raised, fails the run (`tests/ci_rules.py`)."""
+however it was raised, fails the run (`tests/support/ci_rules.py`)."""
 
 import pytest
 
-from tests.reference import missing, require
+from tests.support.reference import missing, require
 
 SKIPPING = """
 import pytest
@@ -44,7 +44,7 @@ def test_a_missing_reference_skips_locally(monkeypatch):
 def test_every_skip_fails_under_ci(pytester, monkeypatch):
     pytester.makepyfile(test_skipping=SKIPPING)
     monkeypatch.setenv("CI", "true")
-    result = pytester.runpytest("-p", "tests.ci_rules", "-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "tests.support.ci_rules", "-p", "no:cacheprovider")
     # a mark skips in setup, so its failure is reported as a setup error: the run fails too
     result.assert_outcomes(passed=1, failed=2, errors=1, xfailed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -56,5 +56,5 @@ def test_every_skip_fails_under_ci(pytester, monkeypatch):
 def test_skips_stay_skips_locally(pytester, monkeypatch):
     pytester.makepyfile(test_skipping=SKIPPING)
     monkeypatch.setenv("CI", "false")
-    result = pytester.runpytest("-p", "tests.ci_rules", "-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "tests.support.ci_rules", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, skipped=3, xfailed=1)

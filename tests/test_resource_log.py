@@ -1,4 +1,4 @@
-"""The durations log's CPU and thread columns (`tests/resource_log.py`,
+"""The durations log's CPU and thread columns (`tests/support/resource_log.py`,
 `scripts/test_durations.py`) on a suite whose answers are known: a test that spins, one that
 sleeps, one that leaves a thread running."""
 
@@ -31,7 +31,7 @@ def test_cpu_and_threads_reach_the_durations_log(pytester, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", ROOT)
     pytester.makepyfile(test_sample=SAMPLE)
     xml = str(pytester.path / "junit.xml")
-    result = pytester.runpytest_subprocess("-p", "tests.resource_log", "-p", "no:cacheprovider",
+    result = pytester.runpytest_subprocess("-p", "tests.support.resource_log", "-p", "no:cacheprovider",
                                            f"--junitxml={xml}")
     result.assert_outcomes(passed=3)
     cases = {c["name"].split("::")[-1]: c for c in test_durations.read_cases(xml)}

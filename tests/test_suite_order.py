@@ -1,6 +1,6 @@
 """The suite's order (`tests/conftest.py`): the longest files first, nothing else moved;
-CI's rotation of shares and Pythons (`tests/rotation.py`); the tests left out on a Python
-(`tests/ci_rules.py`)."""
+CI's rotation of shares and Pythons (`tests/support/rotation.py`); the tests left out on a Python
+(`tests/support/ci_rules.py`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import re
 import subprocess
 import sys
 
-from tests.ci_rules import TORCH_PYTHONS, python_bound
 from tests.conftest import _ROOT, LONGEST_FILES
-from tests.rotation import (
+from tests.support.ci_rules import TORCH_PYTHONS, python_bound
+from tests.support.rotation import (
     CYCLE,
     DEVELOPMENT_PYTHON,
     LANDING_BUDGET_S,
@@ -61,13 +61,14 @@ def _kept(items, rotation: int) -> set[str]:
 ROTATING_FILES = ("examples/test_examples.py", "examples/test_notebook.py", "test_readme.py",
                   "test_bench.py", "export/test_runtime_matrix.py",
                   "export/test_runtime_check.py", "test_oldest_supported.py",
-                  "test_kaggle_wheelhouse.py", "training/test_finetune_resume.py",
-                  "training/test_pretrain_resume.py", "training/test_accumulation.py",
-                  "training/test_static_shapes.py", "task_models/test_long_documents.py")
+                  "test_kaggle_wheelhouse.py", "jobs/test_finetune_resume.py",
+                  "jobs/test_pretrain_resume.py", "training/test_accumulation.py",
+                  "training/test_static_shapes.py",
+                  "tasks/text_classification/test_long_documents.py")
 
 
 def test_every_landing_carries_its_shares_and_stays_under_budget(pytester, monkeypatch):
-    """Each share (`tests/rotation.py: SHARES`) is the `rotating` mark of at least one test
+    """Each share (`tests/support/rotation.py: SHARES`) is the `rotating` mark of at least one test
     and every mark of a period over 2 names one; under a rotation number a run keeps exactly
     the tests of that landing's shares (and every other test), a full cycle runs each share
     once per its period, and no landing's shares sum past the budget. A local run (no
@@ -120,7 +121,7 @@ def test_at_most_one_older_environment_per_landing():
 
 def test_the_budget_check_fails_on_a_heavy_landing(monkeypatch):
     """Negative control: two heavy shares moved into one slot break the budget."""
-    import tests.rotation as rotation
+    import tests.support.rotation as rotation
 
     shares = dict(SHARES)
     shares["example:multilabel"] = shares["example:multilabel"]._replace(slot=3)
@@ -141,7 +142,7 @@ def test_sweep(shard):
 """
 PICKING_CONFTEST = """
 import os, pytest
-from tests.rotation import pick_exhaustive
+from tests.support.rotation import pick_exhaustive
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
@@ -186,7 +187,7 @@ def _supported_pythons() -> set[str]:
 
 def test_ci_rotates_every_supported_python():
     """CI runs each Python of setup.cfg's classifiers (and python_requires) once per cycle at
-    least, the development Python in the other landings; `.ci/run` asks `tests/rotation.py`
+    least, the development Python in the other landings; `.ci/run` asks `tests/support/rotation.py`
     which, as a script."""
     config = configparser.ConfigParser()
     config.read(os.path.join(_ROOT, "setup.cfg"))
@@ -199,13 +200,13 @@ def test_ci_rotates_every_supported_python():
     minors = range(int(low.split(".")[1]), int(high.split(".")[1]))
     assert supported == {f"3.{m}" for m in minors}, requires
     for turn in range(CYCLE):
-        done = subprocess.run([sys.executable, os.path.join(_ROOT, "tests", "rotation.py"),
+        done = subprocess.run([sys.executable, os.path.join(_ROOT, "tests", "support", "rotation.py"),
                                "python", str(turn)], capture_output=True, text=True, check=True)
         assert done.stdout.strip() == landing_python(turn)
 
 
 def test_install_script_installs_torch_where_the_tests_expect_it():
-    """scripts/install.sh's TORCH_PYTHONS is tests/ci_rules.py's: the tests marked
+    """scripts/install.sh's TORCH_PYTHONS is tests/support/ci_rules.py's: the tests marked
     `needs_torch` are left out exactly where no torch is installed; and the older
     environments' Pythons are the development one (SHARE_PYTHONS)."""
     with open(os.path.join(_ROOT, "scripts", "install.sh"), encoding="utf-8") as f:
@@ -259,7 +260,7 @@ def test_every_test_that_needs_torch_is_marked():
     assert not unmarked, unmarked
     # negative control: a fixture's requirement reaches its test; marks release them
     sample = (
-        "import pytest\nfrom tests.reference import require\n"
+        "import pytest\nfrom tests.support.reference import require\n"
         "@pytest.fixture\ndef hf():\n    return require('transformers')\n"
         "def test_direct():\n    require('torch')\n"
         "def test_through_fixture(hf):\n    pass\n"
@@ -286,7 +287,7 @@ def test_torch(case):
 """
 LEFT_OUT_CONFTEST = """
 import pytest
-import tests.ci_rules as ci_rules
+import tests.support.ci_rules as ci_rules
 
 ci_rules.TORCH_PYTHONS = tuple(__import__("os").environ["TORCH_PYTHONS"].split())
 
@@ -308,7 +309,7 @@ def test_a_python_without_torch_leaves_its_tests_out_and_says_so(pytester, monke
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     monkeypatch.setenv("TORCH_PYTHONS", "3.99")
     for workers in ([], ["-n", "2"]):
-        result = pytester.runpytest_subprocess("-p", "tests.ci_rules", "-p",
+        result = pytester.runpytest_subprocess("-p", "tests.support.ci_rules", "-p",
                                                "no:cacheprovider", *workers)
         assert result.ret == 0, result.stdout.str()
         result.stdout.fnmatch_lines([
@@ -317,7 +318,7 @@ def test_a_python_without_torch_leaves_its_tests_out_and_says_so(pytester, monke
             f"left out on CPython {sys.version.split()[0]}: 2 tests, marked needs_torch*"])
         assert "1 passed" in result.stdout.str()
     monkeypatch.setenv("TORCH_PYTHONS", python)
-    result = pytester.runpytest_subprocess("-p", "tests.ci_rules", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "tests.support.ci_rules", "-p", "no:cacheprovider")
     assert "marked needs_torch" not in result.stdout.str()
     assert result.ret == (0 if _has_torch() else 1), result.stdout.str()
 

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from tests.built_distributions import PROJECTS, built_distributions, tracked_files
+from tests.support.built_distributions import PROJECTS, built_distributions, tracked_files
 
 PACKAGES = {"keras-bert-tf": "keras_bert", "keras-bert-client": "keras_bert_client"}
 

@@ -190,21 +190,22 @@ class HuggingFaceFormat(CheckpointFormat):
 
     def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
                            encoder_only=False, pair=False):
-        """A `BertFor*` model keeps its head (`keras_bert.checkpoints.hf_task_heads`);
-        encoder-only, the architecture is still recorded."""
+        """A masked LM / pretraining model keeps its heads (`hf_task_heads.convert_hf`; task
+        heads: `keras_bert.tasks.head_checkpoints`); encoder-only, the architecture is still
+        recorded."""
         from keras_bert.checkpoints.hf_task_heads import convert_hf
 
         return convert_hf(src, dest, vocab_file, lower_case, rules, encoder_only=encoder_only,
                           pair=pair)
 
     def write_with_heads(self, src, source, dest, lower_case):
-        """A keras_bert task model directory (or one with pretraining heads) becomes the
-        matching `BertFor*` directory."""
-        if source.name != KerasBertFormat.name:
+        """A keras_bert model directory with pretraining heads becomes `BertForPreTraining`
+        (or `BertForMaskedLM`); task models go through `keras_bert.tasks.head_checkpoints`."""
+        if not isinstance(source, KerasBertFormat):
             return None
-        from keras_bert.checkpoints.hf_task_heads import save_hf_task_dir
+        from keras_bert.checkpoints.hf_task_heads import save_hf_pretraining_dir
 
-        return save_hf_task_dir(src, dest, lower_case)
+        return save_hf_pretraining_dir(src, dest, lower_case)
 
     def load_pretrainer(self, path, dtype=None, **kwargs):
         from keras_bert.checkpoints import heads

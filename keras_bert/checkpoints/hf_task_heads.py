@@ -1,6 +1,10 @@
-"""Hugging Face BERT models with their heads <-> keras_bert model directories.
+"""Hugging Face BERT models with their heads: the Hugging Face side.
 
-`config.json`'s `architectures[0]` picks what `keras-bert convert HF_DIR DEST` keeps:
+This module reads and writes Hugging Face's `BertFor*` directories (config, mapping tables of
+the heads, the pretraining heads); the task heads become task models in
+`keras_bert.tasks.head_checkpoints`, which `keras-bert convert` and `from_pretrained` use, so that a
+task model is built by its own class. `config.json`'s `architectures[0]` picks what is
+kept:
 
 | Hugging Face                            | keras_bert model directory                  |
 | --------------------------------------- | ------------------------------------------- |
@@ -40,13 +44,10 @@ import numpy as np
 from keras_bert.checkpoints import heads, huggingface
 from keras_bert.checkpoints.mapping import Rule, assign_checked, from_format, to_format
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir, save_model_dir
-from keras_bert.checkpoints.task_dir import build_task_model, load_task_model, save_task_model
 from keras_bert.checkpoints.variables import encoder_variables
-from keras_bert.config import BertConfig, default_doc_stride
+from keras_bert.config import BertConfig
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.pretrainer import BertPretrainer
-from keras_bert.tasks.labels import LabelVocab
-from keras_bert.tasks.registry import task_kind
 
 SEQUENCE = "BertForSequenceClassification"
 TOKEN = "BertForTokenClassification"
@@ -77,12 +78,7 @@ HEADS = {SEQUENCE: HFHead(SEQUENCE_TABLE, pooler=True),
          QA: HFHead(SPAN_TABLE, pooler=False),
          MASKED_LM: HFHead(MASKED_LM_TABLE, pooler=False),
          PRETRAINING: HFHead(PRETRAINING_TABLE, pooler=True)}
-# Sequence classification's `problem_type` <-> our task kind (both directions).
-KIND_OF_PROBLEM = {"single_label_classification": "classify", "regression": "regress",
-                   "multi_label_classification": "multilabel"}
-ARCHITECTURE_OF_KIND = {**{kind: SEQUENCE for kind in KIND_OF_PROBLEM.values()},
-                        "tag": TOKEN, "squad": QA}
-PROBLEM_OF_KIND = {kind: problem for problem, kind in KIND_OF_PROBLEM.items()}
+TASK_ARCHITECTURES = (SEQUENCE, TOKEN, QA)  # kept as task models by keras_bert.tasks
 MAX_SEQ_LENGTH, QA_SEQ_LENGTH, QA_STRIDE, QA_QUERY_LENGTH = 512, 384, 128, 64
 HEAD_PREFIXES = ("cls.", "classifier.", "qa_outputs.")
 
@@ -120,95 +116,66 @@ def serving_length(src: str, config: dict) -> int:
     return length
 
 
-def task_block(src: str, config: dict, arch: str, pair: bool = False):
-    """`(task block, LabelVocab or None)` of a HF task model (see the module docstring)."""
-    length = serving_length(src, config)
-    dropout = config.get("classifier_dropout")
-    dropout = float(config.get("hidden_dropout_prob", 0.1) if dropout is None else dropout)
-    if arch == QA:
-        return {"kind": "squad", "seq_length": min(length, QA_SEQ_LENGTH),
-                "max_query_length": QA_QUERY_LENGTH, "doc_stride": QA_STRIDE,
-                "version_2": False}, None
-    names = hf_label_names(config)
-    try:
-        labels = LabelVocab(names)
-    except ValueError as e:
-        raise ValueError(f"{src}/config.json id2label: {e}") from None
-    if arch == TOKEN:
-        return {"kind": "tag", "seq_length": length, "num_classes": len(names),
-                "doc_stride": default_doc_stride(length), "dropout": dropout}, labels
-    problem = config.get("problem_type") or (
-        "regression" if len(names) == 1 else "single_label_classification")
-    if problem not in KIND_OF_PROBLEM:
-        raise ValueError(f"{src}/config.json: unknown problem_type {problem!r}; expected one "
-                         f"of {sorted(KIND_OF_PROBLEM)}")
-    kind = task_kind(KIND_OF_PROBLEM[problem])
-    task = {"kind": kind.name, "seq_length": length, "pair": bool(pair), "text_column": "text",
-            "text_b_column": "text_b" if pair else None, "pooling": "pooled",
-            "dropout": dropout}
-    if not kind.labelled:
-        if len(names) != 1:
-            raise ValueError(f"{src}: a regression head with {len(names)} outputs; keras_bert "
-                             "regresses one score")
-        return task, None
-    return {**task, "num_classes": len(names), **kind.untuned_settings(labels)}, labels
-
-
-def task_head_variables(model) -> dict:
-    """The head's dense kernel and bias of a `BertClassifier`, `BertTagger` or `BertSpanQA`."""
-    (layer,) = model.head_layers
-    dense = getattr(layer, "dense", layer)
-    return {"head/kernel": dense.kernel, "head/bias": dense.bias}
-
-
-def _dropped_heads(ignored: list[str]) -> list[str]:
+def dropped_heads(ignored: list[str]) -> list[str]:
+    """The head modules of HF weights left out of a conversion (`ignored` keys)."""
     return sorted({k.rsplit(".", 1)[0] for k in ignored if k.startswith(HEAD_PREFIXES)})
 
 
 def convert_hf(src: str, dest: str, vocab_file: str, lower_case: bool, rules: str,
                encoder_only: bool = False, pair: bool = False) -> ModelDir:
-    """Writes the HF model directory `src` as a keras_bert model directory `dest`, with its
-    head as described in the module docstring (`encoder_only`: the encoder alone; `pair`:
-    a sequence classifier reads text pairs). Raises `ValueError` for a head it cannot keep."""
+    """Writes the HF model directory `src` as a keras_bert model directory `dest`: the
+    encoder, with a masked LM / pretraining model's heads (`encoder_only`: the encoder
+    alone). A task head (`TASK_ARCHITECTURES`) is kept by `keras_bert.tasks.head_checkpoints`;
+    here it is refused, as is a head keras_bert has no equivalent for."""
     config = read_hf_config(src)
     arch = architecture(config)
-    head = None if encoder_only else HEADS.get(arch)
-    if pair and (head is None or arch != SEQUENCE):
+    if pair and (encoder_only or arch != SEQUENCE):
         raise ValueError(f"pairs (--pair) are read by sequence classifiers; {src} is a "
                          f"{arch}{' converted encoder-only' if encoder_only else ''}")
+    if arch in TASK_ARCHITECTURES and not encoder_only:
+        raise ValueError(f"{src} is a {arch} with a fine-tuned head: keras_bert.tasks.convert "
+                         "(keras-bert convert) keeps it as a task model; encoder_only=True "
+                         "converts the encoder alone")
     bert_config = BertConfig.from_hf_dict(config)
-    no_pooler = [] if HEADS.get(arch, HFHead([], True)).pooler else ["^pooler/"]
-    metadata = {"converted_from": os.path.abspath(src), "format": "huggingface",
-                "architecture": arch}
-    save = dict(vocab_file=vocab_file, lower_case=lower_case, rules=rules)
-    if head is not None and arch in (MASKED_LM, PRETRAINING):
+    save = dict(vocab=vocab_file, lower_case=lower_case, rules=rules)
+    if not encoder_only and arch in (MASKED_LM, PRETRAINING):
         pretrainer = BertPretrainer.from_bert_config(bert_config)
         report = heads.load_hf_pretrainer_weights(pretrainer, src)
         return save_model_dir(pretrainer.encoder, dest, metadata={
-            **metadata, "initialised": report.initialised,
-            "dropped": _dropped_heads(report.ignored)}, **save, write_extra=lambda directory:
+            "converted_from": os.path.abspath(src), "format": "huggingface",
+            "architecture": arch, "initialised": report.initialised,
+            "dropped": dropped_heads(report.ignored)}, **save, write_extra=lambda directory:
             heads.save_pretraining_heads(pretrainer, directory, skip=report.initialised))
     encoder = BertEncoder(bert_config)
-    targets, table, model, task, labels = encoder_variables(encoder), huggingface.ENCODER_TABLE, \
-        None, None, None
+    metadata = load_hf_weights(src, encoder, encoder_only=encoder_only)
+    return save_model_dir(encoder, dest, metadata=metadata, **save)
+
+
+def load_hf_weights(src: str, encoder, head: dict | None = None,
+                    encoder_only: bool = False) -> dict:
+    """Assigns the HF weights of `src` to `encoder` and, given, to the head's variables
+    (`head`: canonical name -> variable, `task_head_variables`) through its architecture's
+    table. Returns the provenance a model directory records (`dropped`: HF head modules
+    left out; `initialised`: our weights the checkpoint lacks). Raises `ValueError` when a
+    head would be dropped without `encoder_only`."""
+    config = read_hf_config(src)
+    arch = architecture(config)
+    targets, table = encoder_variables(encoder), list(huggingface.ENCODER_TABLE)
     if head is not None:
-        task, labels = task_block(src, config, arch, pair)
-        model = build_task_model(task["kind"], encoder, task, labels)
-        targets, table = {**targets, **task_head_variables(model)}, table + head.table
+        targets, table = {**targets, **head}, table + HEADS[arch].table
+    no_pooler = [] if HEADS.get(arch, HFHead([], True)).pooler else ["^pooler/"]
     state = huggingface.normalize_keys(huggingface.read_weights(src))
     arrays, ignored, origin = from_format(table, state, huggingface.IGNORED)
-    dropped = _dropped_heads(ignored)
+    dropped = dropped_heads(ignored)
     if head is None and dropped and not encoder_only:
         raise ValueError(
             f"{src} is a {arch or 'model without architectures'} whose head keras_bert cannot "
             f"keep ({', '.join(dropped)}; heads kept: {', '.join(HEADS)}); pass "
             "--encoder-only (encoder_only=True) to convert the encoder alone")
-    metadata.update(dropped=dropped, initialised=assign_checked(
-        targets, arrays, source=f"weights {src}", optional=no_pooler, origin=origin))
-    if model is None:
-        return save_model_dir(encoder, dest, metadata=metadata, **save)
-    return save_task_model(model, dest, vocab_file, lower_case, task, labels, rules=rules,
-                           metadata=metadata)
+    initialised = assign_checked(targets, arrays, source=f"weights {src}", optional=no_pooler,
+                                 origin=origin)
+    return {"converted_from": os.path.abspath(src), "format": "huggingface",
+            "architecture": arch, "dropped": dropped, "initialised": initialised}
 
 
 def describe(model_dir: ModelDir) -> list[str]:
@@ -245,34 +212,32 @@ def _bert_state(encoder, pooler: bool) -> dict[str, np.ndarray]:
             if pooler or not k.startswith("pooler.")}
 
 
-def save_hf_task_dir(src: str, dest: str, lower_case: bool | None = None) -> str | None:
-    """Writes keras_bert model directory `src` as the matching HF `BertFor*` directory
-    (weights, `id2label`, `problem_type`); None when `src` has no head to write."""
+def write_hf_task_dir(dest: str, encoder, arch: str, head: dict, label_names: list[str],
+                      vocab_file: str, lower_case: bool, problem: str | None = None,
+                      dropout: float | None = None) -> str:
+    """Writes `encoder` and a task head's arrays (`head`: canonical name -> array) as the
+    Hugging Face `arch` directory `dest` (weights, `id2label`, `problem_type`), so that
+    `from_pretrained` loads the head."""
+    config = encoder.config.to_hf_dict()
+    config.update(architectures=[arch],
+                  id2label={str(i): n for i, n in enumerate(label_names)},
+                  label2id={n: i for i, n in enumerate(label_names)})
+    if problem is not None:
+        config["problem_type"] = problem
+    if dropout is not None:
+        config["classifier_dropout"] = dropout
+    state = _bert_state(encoder, HEADS[arch].pooler)
+    state.update({k: np.ascontiguousarray(v) for k, v in to_format(HEADS[arch].table,
+                                                                   head).items()})
+    return huggingface.write_hf_dir(dest, config, state, vocab_file, lower_case)
+
+
+def save_hf_pretraining_dir(src: str, dest: str, lower_case: bool | None = None) -> str | None:
+    """Writes keras_bert model directory `src` with pretraining heads as Hugging Face's
+    `BertForPreTraining` (or `BertForMaskedLM` without a next sentence head); None when
+    `src` has none."""
     source = load_model_dir(src)
     lower_case = source.lower_case if lower_case is None else lower_case
-    arch = ARCHITECTURE_OF_KIND.get((source.metadata.get("task") or {}).get("kind"))
-    if arch is not None:
-        loaded = load_task_model(src)
-        model, task = loaded.model, loaded.task
-        if getattr(model, "pooling", "pooled") != "pooled":
-            raise ValueError(f"{src}: a {task['kind']} head on {model.pooling} pooling has no "
-                             f"{arch} equivalent (it classifies the pooler's output); pass "
-                             "--encoder-only to write the encoder alone")
-        config = model.encoder.config.to_hf_dict()
-        head = {k: v.numpy() for k, v in task_head_variables(model).items()}
-        width = head["head/bias"].shape[0]  # HF's num_labels: 2 for the start/end of QA
-        names = loaded.labels.names if loaded.labels is not None else [
-            f"LABEL_{i}" for i in range(width)]
-        config.update(architectures=[arch], id2label={str(i): n for i, n in enumerate(names)},
-                      label2id={n: i for i, n in enumerate(names)})
-        if task["kind"] in PROBLEM_OF_KIND:
-            config["problem_type"] = PROBLEM_OF_KIND[task["kind"]]
-        if "dropout" in task:
-            config["classifier_dropout"] = task["dropout"]
-        state = _bert_state(model.encoder, HEADS[arch].pooler)
-        state.update({k: np.ascontiguousarray(v)
-                      for k, v in to_format(HEADS[arch].table, head).items()})
-        return huggingface.write_hf_dir(dest, config, state, source.vocab_file, lower_case)
     if not os.path.exists(os.path.join(source.path, heads.PRETRAINING_HEADS)):
         return None
     pretrainer = BertPretrainer(source.load_encoder())
@@ -286,6 +251,6 @@ def save_hf_task_dir(src: str, dest: str, lower_case: bool | None = None) -> str
     return huggingface.write_hf_dir(dest, config, state, source.vocab_file, lower_case)
 
 
-__all__ = ["ARCHITECTURE_OF_KIND", "HEADS", "KIND_OF_PROBLEM", "convert_hf", "describe",
-           "hf_label_names", "save_hf_task_dir", "serving_length", "task_block",
-           "task_head_variables"]
+__all__ = ["HEADS", "TASK_ARCHITECTURES", "architecture", "convert_hf", "describe",
+           "hf_label_names", "load_hf_weights", "read_hf_config", "save_hf_pretraining_dir",
+           "serving_length", "write_hf_task_dir"]

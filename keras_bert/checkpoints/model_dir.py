@@ -20,7 +20,7 @@ import dataclasses
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from keras_bert.config import BertConfig
@@ -87,11 +87,13 @@ class ModelDir:
         return BertPreprocessor(tokenizer or self.tokenizer(), **self.preprocessor_settings)
 
 
-def save_model_dir(encoder: BertEncoder, path: str, vocab_file: str, lower_case: bool,
+def save_model_dir(encoder: BertEncoder, path: str, vocab: str | Sequence[str], lower_case: bool,
                    metadata: dict[str, Any] | None = None, preprocessor=None,
                    rules: str | None = None,
                    write_extra: Callable[[str], Any] | None = None) -> ModelDir:
     """Writes `encoder`, its vocab and tokenizer settings as a keras_bert model directory.
+
+    `vocab` is a `vocab.txt` file to copy, or the tokens themselves (a tokenizer's `vocab`).
 
     `preprocessor` (a `BertPreprocessor`) records the sequence lengths the model was
     trained with under `metadata.preprocessor`; its casing must be `lower_case`, and its
@@ -119,7 +121,11 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab_file: str, lower_case:
     tmp = f"{path}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
-    shutil.copyfile(vocab_file, os.path.join(tmp, "vocab.txt"))
+    if isinstance(vocab, (str, os.PathLike)):
+        shutil.copyfile(vocab, os.path.join(tmp, "vocab.txt"))
+    else:
+        with open(os.path.join(tmp, "vocab.txt"), "w", encoding="utf-8") as f:
+            f.write("".join(token + "\n" for token in vocab))
     encoder.save_weights(os.path.join(tmp, ENCODER_WEIGHTS))
     manifest = {"format_version": FORMAT_VERSION, "config": encoder.config.to_dict(),
                 "precision": encoder.dtype_policy.name,

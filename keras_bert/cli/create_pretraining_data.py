@@ -7,7 +7,7 @@ import time
 
 from keras_bert.cli.options import add_rules_argument
 from keras_bert.config import DEFAULT_SEQ_LENGTH
-from keras_bert.data.nsp import DEFAULT_POOL_SIZE
+from keras_bert.pretraining.nsp import DEFAULT_POOL_SIZE
 
 
 def register(subparsers) -> None:
@@ -86,7 +86,7 @@ def documents_from_args(args) -> list[list[str]]:
 
 def run(args) -> int:
     """Writes the examples in this process, or with `--runner` as a Beam pipeline."""
-    from keras_bert.data.pretraining import PretrainingOptions
+    from keras_bert.pretraining.dataset import PretrainingOptions
 
     start = time.perf_counter()
     tokenizer = tokenizer_from_args(args)
@@ -95,8 +95,8 @@ def run(args) -> int:
         mask_rate=args.mask_rate, whole_word=args.whole_word,
         short_seq_prob=args.short_seq_prob, dupe_factor=args.dupe_factor, seed=args.seed)
     if args.runner:
-        from keras_bert.data.beam_pipeline import run_pipeline
         from keras_bert.data.corpus import default_corpus_files
+        from keras_bert.pretraining.beam_pipeline import run_pipeline
 
         counts = run_pipeline(args.input or default_corpus_files(), args.output, tokenizer,
                               runner=args.runner, beam_args=shlex.split(args.beam_options),
@@ -111,7 +111,7 @@ def run(args) -> int:
             raise ValueError("--workers and --beam-options need --runner")
         import keras
 
-        from keras_bert.data.record_writer import write_pretraining_records
+        from keras_bert.pretraining.record_writer import write_pretraining_records
 
         documents = documents_from_args(args)
         print(f"read {len(documents)} documents, {sum(len(d) for d in documents)} sentences")

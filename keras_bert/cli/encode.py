@@ -33,22 +33,22 @@ def run(args) -> int:
     """Encodes stdin in batches and streams JSON lines to stdout."""
     import tensorflow as tf
 
-    from keras_bert.checkpoints.task_dir import load_task_model
+    from keras_bert.tasks import TextEmbedder, TextTaskModel
 
-    loaded = load_task_model(args.model_dir, rules=args.rules)
-    if loaded.kind != "embed":
-        print(f"keras-bert encode: {args.model_dir} is a {loaded.kind} model; encode reads an "
+    loaded = TextTaskModel.load(args.model_dir, rules=args.rules)
+    if not isinstance(loaded, TextEmbedder):
+        print(f"keras-bert encode: {args.model_dir} is a {type(loaded).__name__}; encode reads an "
               "encoder (a converted or pretrained model directory) or a TextEmbedder's",
               file=sys.stderr)
         return 2
-    limit = loaded.model.encoder.config.max_position_embeddings
+    limit = loaded.network.encoder.config.max_position_embeddings
     if args.seq_length > limit:
         print(f"keras-bert encode: --seq-length {args.seq_length} exceeds the model's "
               f"max_position_embeddings {limit}", file=sys.stderr)
         return 2
     # The function `TextEmbedder.predict` and the export's `serving_default` run.
-    embed = loaded.serving_module(max_length=args.seq_length,
-                                  pooling=args.pooling).text_function()
+    embed = loaded._serving_functions(max_length=args.seq_length,
+                                      pooling=args.pooling).text_function()
     batch = []
     # Bytes: ill-formed UTF-8 is handled as `tokenize` does (a text stdin in tests).
     for line in getattr(sys.stdin, "buffer", sys.stdin):

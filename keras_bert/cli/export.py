@@ -38,8 +38,8 @@ def register(subparsers) -> None:
                    help="encoder exports: the `embedding` output")
     p.add_argument("--target", default=DEFAULT_TARGET,
                    help="model servers the graph must load in (see `keras-bert audit`)")
-    p.add_argument("--null-score-threshold", type=float, default=0.0,
-                   help="SQuAD v2.0 span-QA models: answer \"\" when the null score beats "
+    p.add_argument("--null-score-threshold", type=float,
+                   help="SQuAD v2.0 question answerers: answer \"\" when the null score beats "
                         "the best span by more than this (default 0)")
     p.add_argument("--no-audit", action="store_true", help="skip the op audit")
     add_rules_argument(p, "the rules the model was trained with (embedded in the export)")
@@ -68,7 +68,7 @@ def run(args) -> int:
                 check(path, args.target)
         print(json.dumps(paths, indent=2))
         return 0
-    from keras_bert.export.exporter import export_model
+    from keras_bert.tasks.task_dir import export_model
 
     exported = export_model(args.model_dir, args.base_dir, version=args.version,
                             seq_length=args.seq_length, pooling=args.pooling,

@@ -54,19 +54,15 @@ def _raw_formatter():
 def run(args) -> int:
     """Loads the model, answers every input row with its export's functions (run in this
     process) and writes JSON lines to stdout."""
-    from keras_bert.checkpoints.task_dir import load_task_model
     from keras_bert.export.exporter import EXPORT_PRECISIONS
+    from keras_bert.tasks.task_model import TextTaskModel
 
-    loaded = load_task_model(args.model_dir, dtype=EXPORT_PRECISIONS.get(args.precision),
-                             rules=args.rules)
-    kind = loaded.task_kind
-    if not kind.predictable:
-        raise ValueError(f"{args.model_dir}: predict needs a fine-tuned model (classify, "
-                         f"multilabel, regress, tag or squad), not {loaded.kind!r}; use `keras-bert "
-                         "encode` for embeddings")
-    inputs = kind.read_inputs(args.input, loaded.task, args.text_column, args.text_b_column)
-    module = loaded.serving_module(max_length=args.seq_length)
-    for result in kind.predict(module, inputs, args.batch_size):
+    model = TextTaskModel.load(args.model_dir, rules=args.rules,
+                               precision=EXPORT_PRECISIONS.get(args.precision))
+    if args.seq_length:  # the truncation length of this run's answers
+        model._serving = model._serving_functions(max_length=args.seq_length)
+    for result in model._answers(args.input, args.batch_size, args.text_column,
+                                 args.text_b_column):
         sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()
     return 0

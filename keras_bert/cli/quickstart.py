@@ -1,9 +1,9 @@
 """`keras-bert quickstart [--quick] [--out DIR]`: the main job on its embedded defaults
-(`keras_bert.quickstart_job`): pretrain, build a task, fine-tune, export, serve, query."""
+(`keras_bert.jobs.quickstart`): pretrain, build a task, fine-tune, export, serve, query."""
 
 from __future__ import annotations
 
-from keras_bert import quickstart_job as quickstart
+from keras_bert.jobs import quickstart
 
 
 def register(subparsers) -> None:

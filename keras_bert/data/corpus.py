@@ -22,6 +22,9 @@ from keras_bert.text.files import open_utf8
 
 FORMATS = ("sentences", "prose", "jsonl")
 CORPUS_DIR = os.path.join(os.path.dirname(__file__), "corpus")
+# The 8k uncased WordPiece vocabulary learned from the embedded corpus (`keras-bert
+# build-vocab`): what the presets and `keras-bert pretrain` read when given no vocabulary.
+DEFAULT_VOCAB = os.path.join(os.path.dirname(__file__), "vocab", "corpus_uncased_8k.txt")
 
 
 def default_corpus_files() -> list[str]:

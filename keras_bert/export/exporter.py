@@ -1,4 +1,5 @@
-"""`export_model`: a keras_bert model directory -> `BASE/<version>/` for TensorFlow Serving.
+"""`write_version`: a task model in memory -> `BASE/<version>/` for TensorFlow Serving
+(`TextTaskModel.export`; from a model directory: `keras_bert.tasks.task_dir.export_model`).
 
 The SavedModel is written by `keras.export.ExportArchive`: it stores exactly the variables
 the endpoint functions read, once each, as the SaverDef's restore op restores them, so TF
@@ -20,19 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 
 import keras
 import tensorflow as tf
 
-from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
-from keras_bert.checkpoints.task_dir import load_task_model
 from keras_bert.export.op_audit import DEFAULT_TARGET
 from keras_bert.export.session_bundle import SessionBundle, read_signature_defs
 from keras_bert.export.versions import atomic_version_dir
 from keras_bert.export.warmup import predict_log, write_warmup
-from keras_bert.tasks.labels import LABELS_FILENAME
-from keras_bert.tasks.serving_module import ServingModule, length_buckets
 
 # `export --precision` -> the Keras dtype policy the model is rebuilt under: matmuls in that
 # precision; variables, softmax, LayerNorm statistics and every output in float32. Without
@@ -41,6 +37,7 @@ from keras_bert.tasks.serving_module import ServingModule, length_buckets
 EXPORT_PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16",
                      "float16": "mixed_float16"}
 
+LABELS_ASSET = "labels.txt"  # the label names by id, as the model directory's labels.txt
 WARMUP_TEXTS = ["Call me Ishmael.", "The State of the Union is strong.",
                 "BERT reads a whole sentence at once, in both directions."]
 
@@ -54,67 +51,43 @@ class ExportedModel:
     version: int
     task: str
     signatures: dict[str, dict[str, list[str]]]
-    module: ServingModule | None = dataclasses.field(default=None, repr=False, compare=False)
+    module: object = dataclasses.field(default=None, repr=False, compare=False)
 
 
-def build_serving_module(model_dir: ModelDir, seq_length: int | None = None,
-                         pooling: str | None = None, max_length: int | None = None,
-                         null_score_threshold: float = 0.0, precision: str | None = None,
-                         xla: bool = False) -> tuple[ServingModule, str, dict]:
-    """The serving functions of a model directory: `(module, task name, asset files)`.
+def write_version(model, base_dir: str, version: int | None = None,
+                  seq_length: int | None = None, max_length: int | None = None,
+                  target: str | None = DEFAULT_TARGET, model_name: str = "bert",
+                  warmup_texts: list[str] | None = None, precision: str | None = None,
+                  xla: bool = False, pooling: str | None = None,
+                  null_score_threshold: float | None = None) -> ExportedModel:
+    """Writes `model` (a `TextTaskModel`, as it is in memory) as version `version` (default:
+    the next one) under `base_dir`.
 
-    The task kind builds them (`TaskModel.serving_module`) around the model's own
-    `BertPreprocessor`: texts are padded to `seq_length` if given (static shapes), else to
-    each batch's longest text, and truncated at `seq_length`, else `max_length`, else the
-    training sequence length (encoders: their `max_position_embeddings`, at most 512).
-    `pooling`: the embedding of an encoder export; `null_score_threshold`: SQuAD v2.0's
-    "no answer" margin; `precision`: one of `EXPORT_PRECISIONS` (None: the precision the
-    model directory records); `xla`: the network XLA-compiled over length buckets
-    (sentence-level tasks; see `ServingModule.use_xla`).
+    `seq_length` fixes the sequence length (static shapes, for TPU/XLA serving); by default
+    each request is padded to its longest text and truncated at `max_length`, else the
+    training length. `target` names the model servers the graph must load in (None skips
+    the op audit). `precision`: None (the model's own, so that the export answers as
+    `predict` does), `float32`, or `bfloat16` / `float16` for accelerators (matmuls in that
+    precision; the weights are stored in float32 and every output is float32). `xla`: the
+    network XLA-compiled over length buckets (sentence-level kinds; TF Serving needs
+    `--xla_cpu_compilation_enabled=true`); the warmup file then holds one batch-1 request
+    per length bucket, so each compiles before traffic. `pooling`: an embedder's
+    `embedding`; `null_score_threshold`: a SQuAD v2.0 question answerer answers "" when the
+    null score beats the best span by more than this.
     """
-    if precision is not None and precision not in EXPORT_PRECISIONS:
-        raise ValueError(f"precision must be one of {tuple(EXPORT_PRECISIONS)}, got "
-                         f"{precision!r}")
-    loaded = load_task_model(model_dir.path, dtype=EXPORT_PRECISIONS.get(precision),
-                             rules=model_dir.rules)
-    module = loaded.serving_module(seq_length, max_length, pooling=pooling,
-                                   null_score_threshold=null_score_threshold)
+    if precision is not None:
+        if precision not in EXPORT_PRECISIONS:
+            raise ValueError(f"precision must be one of {tuple(EXPORT_PRECISIONS)}, got "
+                             f"{precision!r}")
+        model = model._in_precision(EXPORT_PRECISIONS[precision])
+    module = model._serving_functions(seq_length, max_length, pooling=pooling,
+                                      null_score_threshold=null_score_threshold)
     if xla:
         module.use_xla()
-    assets = {"vocab.txt": model_dir.vocab_file}
-    if loaded.labels is not None:
-        assets[LABELS_FILENAME] = os.path.join(model_dir.path, LABELS_FILENAME)
-    return module, loaded.kind, assets
-
-
-def export_model(model_dir: str, base_dir: str, version: int | None = None,
-                 seq_length: int | None = None, pooling: str | None = None,
-                 max_length: int | None = None, target: str | None = DEFAULT_TARGET,
-                 model_name: str = "bert", warmup_texts: list[str] | None = None,
-                 null_score_threshold: float = 0.0, rules: str | None = None,
-                 precision: str | None = None, xla: bool = False) -> ExportedModel:
-    """Exports `model_dir` as version `version` (default: the next one) under `base_dir`.
-
-    `seq_length` fixes the sequence length (static shapes, for TPU/XLA serving); by
-    default each request is padded to its longest text, truncated at `max_length` (see
-    `build_serving_module`). `target` names the model servers
-    the graph must load in (None skips the op audit). `null_score_threshold`: SQuAD v2.0
-    span-QA exports answer "" when the null score beats the best span by more than this.
-    `rules`: tokenizer rules to embed instead of the model's own. `precision`: None (the
-    precision the model was saved in, so that the export answers as `predict` does),
-    `float32`, or `bfloat16` / `float16` for accelerators (matmuls in that precision; the
-    weights are stored in float32 and every output is float32). `xla`: the network XLA-compiled over
-    length buckets (TF Serving needs `--xla_cpu_compilation_enabled=true` for it); the
-    warmup file then holds one batch-1 request per length bucket, so each compiles before
-    traffic (other batch sizes, padded to a power of two, compile on first use).
-    """
-    source = load_model_dir(model_dir).with_rules(rules)
-    module, kind, assets = build_serving_module(source, seq_length, pooling, max_length,
-                                                null_score_threshold, precision, xla)
     with atomic_version_dir(base_dir, version) as (tmp, number):
         write_saved_model(tmp, {name: module.traced(name) for name in module.endpoints()},
                           resources=[module.preprocessor])
-        copy_assets(tmp, assets)
+        write_assets(tmp, model.preprocessor.tokenizer.vocab, model.labels)
         if target:
             from keras_bert.export.op_audit import check
 
@@ -123,20 +96,19 @@ def export_model(model_dir: str, base_dir: str, version: int | None = None,
         requests = [module.warmup_inputs(texts)]
         if xla:  # one request per length bucket: each is compiled at load, not in traffic
             requests += [module.warmup_inputs([" ".join(["the"] * n)])
-                         for n in bucket_word_counts(module.preprocessor.max_length)]
+                         for n in bucket_word_counts(module.xla_lengths())]
         write_warmup(tmp, [predict_log(model_name, "serving_default", r) for r in requests])
-        inputs = requests[0]
         with SessionBundle(tmp) as bundle:  # as TF Serving loads it, or no version appears
-            bundle.run("serving_default", inputs)
+            bundle.run("serving_default", requests[0])
         signatures = describe_signatures(read_signature_defs(tmp))
     path = os.path.join(base_dir, str(number))
-    return ExportedModel(path, number, kind, signatures, module)
+    return ExportedModel(path, number, model.kind, signatures, module)
 
 
-def bucket_word_counts(longest: int) -> list[int]:
-    """Words of a text that fills each XLA length bucket (`length_buckets(longest)`) once
-    packed ("the" is one wordpiece; [CLS] and [SEP] take two)."""
-    return [max(bucket - 2, 1) for bucket in length_buckets(longest)]
+def bucket_word_counts(buckets: list[int]) -> list[int]:
+    """Words of a text that fills each XLA length bucket once packed ("the" is one
+    wordpiece; [CLS] and [SEP] take two)."""
+    return [max(bucket - 2, 1) for bucket in buckets]
 
 
 def write_saved_model(path: str, functions: dict[str, tf.types.experimental.GenericFunction],
@@ -154,13 +126,15 @@ def write_saved_model(path: str, functions: dict[str, tf.types.experimental.Gene
     archive.write_out(path, verbose=False)
 
 
-def copy_assets(export_dir: str, assets: dict[str, str]) -> None:
-    """Copies the files clients and people read (`vocab.txt`, `labels.txt`) into
-    `assets/`; the graph holds both as constants and never opens them."""
+def write_assets(export_dir: str, vocab: list[str], labels=None) -> None:
+    """Writes the files clients and people read into `assets/`: `vocab.txt` and, for the
+    labelled kinds, `labels.txt` (the graph holds both as constants and never opens them)."""
     folder = os.path.join(export_dir, "assets")
     os.makedirs(folder, exist_ok=True)
-    for name, source in assets.items():
-        shutil.copyfile(source, os.path.join(folder, name))
+    with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
+        f.write("".join(token + "\n" for token in vocab))
+    if labels is not None:
+        labels.save(os.path.join(folder, LABELS_ASSET))
 
 
 def describe_signatures(signature_defs) -> dict[str, dict[str, list[str]]]:

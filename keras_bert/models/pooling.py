@@ -7,7 +7,7 @@ classifiers, `BertEmbedder` and so every embedding path); its mean is `masked_me
 import keras
 from keras import ops
 
-POOLING_MODES = ("pooled", "cls", "mean")
+from keras_bert.config import POOLING_MODES
 
 
 def _check(mode: str) -> None:

@@ -116,6 +116,16 @@ class BertPretrainer(keras.Model):
         return cls(BertEncoder(config, dtype=dtype), **kwargs)
 
     @classmethod
+    def for_vocabulary(cls, preset: str, tokenizer, seq_length: int, dtype=None,
+                       nsp_loss_weight: float = 1.0) -> BertPretrainer:
+        """A randomly initialised pretrainer of size `preset` over `tokenizer`'s
+        vocabulary, its position embeddings `max(512, seq_length)` (room for BERT's phase 2
+        at 512)."""
+        return cls.from_preset(preset, dtype=dtype, nsp_loss_weight=nsp_loss_weight,
+                               vocab_size=tokenizer.vocab_size,
+                               max_position_embeddings=max(512, int(seq_length)))
+
+    @classmethod
     def from_preset(cls, name: str, dtype=None, nsp_loss_weight: float = 1.0,
                     **overrides) -> BertPretrainer:
         """A randomly initialised pretrainer of preset size `name` (config fields may be

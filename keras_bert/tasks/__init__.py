@@ -1,46 +1,36 @@
-"""Fine-tuning tasks: one class per task kind, and the data, metrics and serving functions
-they use.
+"""The task kinds: one folder each, holding the kind's whole life.
 
-* `task`, `registry`: the `Task` base class and the kinds by name (`task_kind`):
-  `classification` (classify, regress), `tagging` (tag), `question_answering` (squad),
-  `embedding` (embed).
-* `readers`: sentence (pair) classification / regression rows from CSV, TSV, JSONL.
-* `labels`: `LabelVocab`, label names <-> ids, saved one per line.
-* `conll`: CoNLL-2003 NER files; `squad`: SQuAD v1.1/v2.0 files.
-* `metrics`: accuracy, Pearson, Spearman, entity F1 (seqeval), SQuAD EM/F1.
-* `serving_module`, `serving_outputs`, `tagger_serving`, `span_qa_serving`: the functions
-  behind each kind's export signatures (and `keras-bert predict`).
+    tasks/
+      registry.py          the table of kind names (no TensorFlow) and the class of each
+      task_model.py        TextTaskModel: fit / evaluate / predict / save / load / export
+      task_dir.py          the model directory of a fine-tuned model (head weights, labels)
+      serving.py           ServingModule: raw strings -> the model -> named outputs
+      batches.py, fitting.py, inputs.py, labels.py, readers.py, sources.py   shared parts
+      text_classification/    TextClassifier, TextRegressor, MultiLabelClassifier
+      token_classification/   TokenClassifier
+      question_answering/     QuestionAnswerer
+      text_embedding/         TextEmbedder
 
-Importing this package loads no Keras model code; `keras_bert.tasks.registry` does.
+Each kind's folder holds `config.py` (its typed config: the task block's one writer and
+reader), `network.py` (ids in, logits or vectors out), `model.py` (the class a Python user
+holds), `serving.py` (its export's outputs and decoding) and the readers and metrics only it
+uses. The classes are imported on first use, so that importing this package loads no
+TensorFlow.
 """
 
-from keras_bert.tasks.conll import TaggedSentence, read_conll, read_conll_words, tag_vocab
-from keras_bert.tasks.labels import LABELS_FILENAME, LabelVocab
-from keras_bert.tasks.metrics import (
-    accuracy,
-    entity_f1,
-    get_entities,
-    normalize_answer,
-    pearson,
-    spearman,
-    squad_em_f1,
-)
-from keras_bert.tasks.readers import (
-    TextExample,
-    classification_dataset,
-    encode_labels,
-    read_examples,
-    regression_dataset,
-    regression_targets,
-    text_dataset,
-)
-from keras_bert.tasks.squad import SquadAnswer, SquadExample, parse_squad, read_squad
-from keras_bert.text.word_windows import IGNORE_LABEL
+from keras_bert.tasks.registry import KINDS
 
-__all__ = [
-    "IGNORE_LABEL", "LABELS_FILENAME", "LabelVocab", "SquadAnswer", "SquadExample", "TaggedSentence",
-    "TextExample", "accuracy", "classification_dataset", "encode_labels", "entity_f1",
-    "get_entities", "normalize_answer", "parse_squad", "pearson", "read_conll",
-    "read_conll_words", "read_examples", "read_squad", "regression_dataset",
-    "regression_targets", "spearman", "squad_em_f1", "tag_vocab", "text_dataset",
-]
+__all__ = ["MultiLabelClassifier", "QuestionAnswerer", "TextClassifier", "TextEmbedder",
+           "TextRegressor", "TextTaskModel", "TokenClassifier"]
+
+
+def __getattr__(name: str):
+    """A kind's class (`registry.KINDS`), or `TextTaskModel`, imported when first used."""
+    if name == "TextTaskModel":
+        from keras_bert.tasks.task_model import TextTaskModel
+
+        return TextTaskModel
+    for kind in KINDS.values():
+        if kind.model.endswith(f":{name}"):
+            return kind.model_class()
+    raise AttributeError(f"module 'keras_bert.tasks' has no attribute {name!r}")

@@ -25,6 +25,7 @@ gather / arithmetic ops.
 
 from __future__ import annotations
 
+import collections
 import functools
 import sys
 import unicodedata
@@ -95,9 +96,7 @@ def unicode_tables(rules: str = DEFAULT_RULES) -> dict:
     rule (`case_ignorable`, `cased`).
     """
     dropped_categories = tokenizer_rules(rules).dropped_categories
-    drop, space, punct, cjk, mn, upper, unassigned = [], [], [], [], [], [], []
-    kept, inert = [], []
-    lower_keys, lower_values, case_ignorable, cased = [], [], [], []
+    t: dict[str, list[int]] = collections.defaultdict(list)
     cjk_set = set()
     for lo, hi in CJK_BLOCKS:
         cjk_set.update(range(lo, hi + 1))
@@ -107,76 +106,78 @@ def unicode_tables(rules: str = DEFAULT_RULES) -> dict:
         ch = chr(cp)
         cat = unicodedata.category(ch)
         if ch not in "\t\n\r" and (cat in dropped_categories or cp in (0, 0xFFFD)):
-            drop.append(cp)
-            continue
-        if cat in _UNUSED:  # 0.97 M of 1.11 M scalar values: one question left
-            if cat == "Cn":
-                unassigned.append(cp)
-            if cp in cjk_set:
-                cjk.append(cp)
-            kept.append(cp)  # all >= 128
-            inert.append(cp)
-            continue
-        if cat == "Lo":  # 0.13 M: caseless letters, none below 128, space or punctuation
-            if cp in cjk_set:
-                cjk.append(cp)
-            kept.append(cp)
-            if not unicodedata.combining(ch) and unicodedata.normalize("NFD", ch) == ch:
-                inert.append(cp)
-            if (ch + "\u03a3").lower()[-1] == "\u03c2":  # U+00AA, U+00BA: Other_Lowercase
-                cased.append(cp)
-            continue
-        if cat == "Cn":
-            unassigned.append(cp)
-        if ch in " \t\n\r" or cat == "Zs" or ch.isspace():
-            space.append(cp)
-        if cat[0] == "P" or _is_ascii_punct(cp):
-            punct.append(cp)
-        if cp in cjk_set:
-            cjk.append(cp)
-        if cat == "Mn":
-            mn.append(cp)
-        low = ch.lower()
-        if cp >= 128:
-            kept.append(cp)
-            # Unchanged by lower-casing, NFD and Mn removal, and never reordered by NFD
-            # (canonical combining class 0): a row of ASCII and such characters needs only
-            # the ASCII lower-casing.
-            if (low == ch and cat != "Mn" and not unicodedata.combining(ch)
-                    and unicodedata.normalize("NFD", ch) == ch):
-                inert.append(cp)
-        if low != ch and cp >= 128:
-            upper.append(cp)
-            lower_keys.append(cp)
-            # Only U+0130 maps to two code points ("i" + U+0307); lower-casing is only used
-            # before accent stripping, which removes the U+0307, so keep the first one.
-            lower_values.append(ord(low[0]))
-        # Python's own final-sigma decision reveals the two properties it uses:
-        # "x" + SIGMA ends in final sigma iff x is cased and not case-ignorable;
-        # "A" + x + SIGMA ends in final sigma iff x is cased or case-ignorable.
-        after_x = (ch + "\u03a3").lower()[-1] == "\u03c2"
-        after_ax = ("A" + ch + "\u03a3").lower()[-1] == "\u03c2"
-        if after_x:
-            cased.append(cp)
-        elif after_ax:
-            case_ignorable.append(cp)
-    return {
-        "drop": _re2_class(drop),
-        "space": _re2_class(space),
-        "space_nonascii": _re2_class([cp for cp in space if cp >= 128]),
-        "punct": _re2_class(punct),
-        "punct_nonascii": _re2_class([cp for cp in punct if cp >= 128]),
-        "kept_nonascii": _re2_class(kept),
-        "inert_nonascii": _re2_class(inert),
-        "cjk": _re2_class(cjk),
-        "mn": _re2_class(mn),
-        "upper": _re2_class(upper),
-        "unassigned": _re2_class(unassigned),
-        "lower_keys": lower_keys,
-        "lower_values": lower_values,
-        "case_ignorable": case_ignorable,
-        "cased": cased,
-    }
+            t["drop"].append(cp)
+        elif cat in _UNUSED:  # 0.97 M of 1.11 M scalar values: one question left
+            _unused(t, cp, cat, cp in cjk_set)
+        elif cat == "Lo":  # 0.13 M: caseless letters, none below 128, space or punctuation
+            _caseless_letter(t, cp, ch, cp in cjk_set)
+        else:
+            _other(t, cp, ch, cat, cp in cjk_set)
+    classes = {name: _re2_class(t[name]) for name in (
+        "drop", "space", "punct", "cjk", "mn", "upper", "unassigned")}
+    return {**classes,
+            "space_nonascii": _re2_class([cp for cp in t["space"] if cp >= 128]),
+            "punct_nonascii": _re2_class([cp for cp in t["punct"] if cp >= 128]),
+            "kept_nonascii": _re2_class(t["kept"]), "inert_nonascii": _re2_class(t["inert"]),
+            **{name: t[name] for name in ("lower_keys", "lower_values", "case_ignorable",
+                                          "cased")}}
+
+
+def _unused(t: dict, cp: int, cat: str, cjk: bool) -> None:
+    """Unassigned (Cn) and private-use (Co) code points: kept as they are."""
+    if cat == "Cn":
+        t["unassigned"].append(cp)
+    if cjk:
+        t["cjk"].append(cp)
+    t["kept"].append(cp)  # all >= 128
+    t["inert"].append(cp)
+
+
+def _caseless_letter(t: dict, cp: int, ch: str, cjk: bool) -> None:
+    """A caseless letter (Lo): kept; inert unless NFD or combining touches it."""
+    if cjk:
+        t["cjk"].append(cp)
+    t["kept"].append(cp)
+    if not unicodedata.combining(ch) and unicodedata.normalize("NFD", ch) == ch:
+        t["inert"].append(cp)
+    if (ch + "\u03a3").lower()[-1] == "\u03c2":  # U+00AA, U+00BA: Other_Lowercase
+        t["cased"].append(cp)
+
+
+def _other(t: dict, cp: int, ch: str, cat: str, cjk: bool) -> None:
+    """Every other code point: the questions the rules ask of it."""
+    if cat == "Cn":
+        t["unassigned"].append(cp)
+    if ch in " \t\n\r" or cat == "Zs" or ch.isspace():
+        t["space"].append(cp)
+    if cat[0] == "P" or _is_ascii_punct(cp):
+        t["punct"].append(cp)
+    if cjk:
+        t["cjk"].append(cp)
+    if cat == "Mn":
+        t["mn"].append(cp)
+    low = ch.lower()
+    if cp >= 128:
+        t["kept"].append(cp)
+        # Unchanged by lower-casing, NFD and Mn removal, and never reordered by NFD
+        # (canonical combining class 0): a row of ASCII and such characters needs only
+        # the ASCII lower-casing.
+        if (low == ch and cat != "Mn" and not unicodedata.combining(ch)
+                and unicodedata.normalize("NFD", ch) == ch):
+            t["inert"].append(cp)
+    if low != ch and cp >= 128:
+        t["upper"].append(cp)
+        t["lower_keys"].append(cp)
+        # Only U+0130 maps to two code points ("i" + U+0307); lower-casing is only used
+        # before accent stripping, which removes the U+0307, so keep the first one.
+        t["lower_values"].append(ord(low[0]))
+    # Python's own final-sigma decision reveals the two properties it uses:
+    # "x" + SIGMA ends in final sigma iff x is cased and not case-ignorable;
+    # "A" + x + SIGMA ends in final sigma iff x is cased or case-ignorable.
+    if (ch + "\u03a3").lower()[-1] == "\u03c2":
+        t["cased"].append(cp)
+    elif ("A" + ch + "\u03a3").lower()[-1] == "\u03c2":
+        t["case_ignorable"].append(cp)
 
 
 class BertNormalizer(tf.Module):

@@ -1,8 +1,9 @@
 """How sentence-level models read a text longer than their sequence length, in graph.
 
-`LongTextReading` is the setting (saved in the task block): `truncate` packs one row per
-text, BERT's longest-first truncation cutting what does not fit (BERT's own behaviour);
-`windows` reads the whole text as windows whose outputs are aggregated per text.
+`LongTextReading` is the setting (`keras_bert.config`, saved in the task block): `truncate`
+packs one row per text, BERT's longest-first truncation cutting what does not fit (BERT's
+own behaviour); `windows` reads the whole text as windows whose outputs are aggregated per
+text.
 
 Windows (`sentence_windows`): the rows of a batch are cut into windows of `text` of at most
 `m` tokens, starting every `min(m, doc_stride)` tokens until one reaches the text's end
@@ -23,70 +24,13 @@ import dataclasses
 
 import tensorflow as tf
 
-from keras_bert.config import default_doc_stride
+from keras_bert.config import AGGREGATIONS, LongTextReading
 from keras_bert.text.doc_windows import doc_windows
 from keras_bert.text.packer import longest_first_lengths
 
-READING_MODES = ("truncate", "windows")
-AGGREGATIONS = ("mean", "max", "first")
 # Embeddings: the windows' vectors averaged, each weighted by the word pieces of `text` it
 # read (at least 1, so an empty text keeps its one window's vector).
 TOKEN_MEAN = "token_mean"
-
-
-@dataclasses.dataclass(frozen=True)
-class LongTextReading:
-    """How a sentence-level model reads texts longer than its sequence length.
-
-    `mode`: `truncate` or `windows`; `doc_stride`: how far window starts advance, in word
-    pieces (None: `keras_bert.config.default_doc_stride`); `max_windows`: the most windows
-    read per text (the rest of a longer text is not read, and `truncated` says so);
-    `aggregate`: how the windows' logits become the text's (`mean`, `max`, `first`;
-    regression takes the mean).
-    """
-
-    mode: str = "truncate"
-    doc_stride: int | None = None
-    max_windows: int = 8
-    aggregate: str = "mean"
-
-    def __post_init__(self):
-        if self.mode not in READING_MODES:
-            raise ValueError(f"long-text reading must be one of {READING_MODES}, got "
-                             f"{self.mode!r}")
-        if self.aggregate not in AGGREGATIONS:
-            raise ValueError(f"window aggregation must be one of {AGGREGATIONS}, got "
-                             f"{self.aggregate!r}")
-        if self.doc_stride is not None and int(self.doc_stride) < 1:
-            raise ValueError(f"doc_stride must be at least 1, got {self.doc_stride}")
-        if int(self.max_windows) < 1:
-            raise ValueError(f"max_windows must be at least 1, got {self.max_windows}")
-
-    @property
-    def windowed(self) -> bool:
-        """Whether texts are read in windows."""
-        return self.mode == "windows"
-
-    def stride(self, seq_length: int) -> int:
-        """The stride at `seq_length`: `doc_stride`, else `default_doc_stride`."""
-        return int(self.doc_stride or default_doc_stride(seq_length))
-
-    @classmethod
-    def at_length(cls, reading: LongTextReading | str, seq_length: int) -> LongTextReading:
-        """`reading` (a mode name, or a `LongTextReading`) with its stride made explicit at
-        `seq_length`, as `keras-bert finetune` records it."""
-        if isinstance(reading, str):
-            reading = cls(reading)
-        return dataclasses.replace(reading, doc_stride=reading.stride(seq_length))
-
-    def block(self) -> dict:
-        """The task block's `long_text` entry."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_block(cls, block: dict | None) -> LongTextReading:
-        """The reading a task block records (none: `truncate`, as before windows)."""
-        return cls(**(block or {}))
 
 
 @dataclasses.dataclass(frozen=True)

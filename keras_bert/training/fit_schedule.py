@@ -1,5 +1,5 @@
-"""`FitSchedule` and `prepare_fit`: how a task model is compiled and resumed before
-`fit_from_step` trains it, shared by `keras-bert finetune` and the text task models' `fit`."""
+"""`FitSchedule`: the optimizer a task model's `fit` builds when compiled without one (BERT's
+fine-tuning recipe, sized from the fit's own number of steps)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class FitSchedule:
     The default learning rate is for `fit`'s default of one epoch: all-MiniLM-L6-v2 on 2,000
     Rotten Tomatoes snippets (seq 64, batch 32, 63 steps) scored 0.578 on 1,000 held-out
     snippets at the BERT paper's 5e-5 (majority class 0.575: nothing learned), 0.757 at 1e-4,
-    0.777 at 2e-4 and 0.779 at 4e-4 (session 19, AMD EPYC; bench/RESULTS.md). `keras-bert
+    0.777 at 2e-4 and 0.779 at 4e-4 (AMD EPYC Zen 3, 2026-11-26; bench/RESULTS.md). `keras-bert
     finetune` keeps the paper's recipe, 3 epochs at 5e-5 (`FinetuneJob`). Larger models
     (BERT-base, -large) may want less.
     """
@@ -37,14 +37,3 @@ class FitSchedule:
         return create_optimizer(self.learning_rate, total_steps,
                                 int(self.warmup_fraction * total_steps), self.weight_decay)
 
-
-def prepare_fit(model, kind, schedule: FitSchedule | None, total_steps: int,
-                checkpoint=None) -> int:
-    """Compiles `model` with the task kind's loss and metrics and `schedule`'s optimizer for
-    `total_steps` steps (`schedule` None: the model keeps the optimizer it was compiled
-    with), then restores the newest state of `checkpoint` (a `ResumableCheckpoint`, or
-    None). Returns the step training starts from."""
-    if schedule is not None:
-        with model.distribute_strategy.scope():
-            kind.compile(model, schedule.optimizer(total_steps))
-    return checkpoint.restore(model)["step"] if checkpoint is not None else 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import keras
 
+from keras_bert.config import OPTIMIZERS  # noqa: F401 - read here by its users too
 from keras_bert.training.dense_gradients import DenseGradients
 from keras_bert.training.lamb import Lamb
 from keras_bert.training.schedules import WarmupPolynomialDecay
@@ -13,7 +14,6 @@ from keras_bert.training.schedules import WarmupPolynomialDecay
 # Variable names (Keras' short names) that get no weight decay: LayerNorm scale/offset, biases
 # (the MLM head's `output_bias` included). LAMB gives them no trust ratio either.
 NO_DECAY = ("gamma", "beta", "bias")
-OPTIMIZERS = ("adamw", "lamb")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -23,6 +23,9 @@ import sys
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 AUTO = "auto"
 PRECISION_CHOICES = (AUTO, *PRECISIONS)
+PRECISION_HELP = ("Keras dtype policy; auto: mixed_bfloat16 on TPUs, GPUs of compute "
+                  "capability 8.0+ and CPUs with AMX, mixed_float16 on older GPUs, float32 on "
+                  "other CPUs")
 
 
 def check_precision(name: str) -> str:

@@ -15,7 +15,7 @@ from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2
 from tensorflow.core.protobuf import meta_graph_pb2
 
 from keras_bert.proto_json import message_to_dict
-from tests.reference import require
+from tests.support.reference import require
 
 VALUES = [
     [1, 2, 3], [[1, -2], [3, 4]], [2**40, -1], [0.5, -1.25], [True, False, True],

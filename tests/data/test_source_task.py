@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from keras_bert.data.source_task import normalize, source_task, write_csv
-from keras_bert.tasks.readers import read_examples
+from keras_bert.tasks.text_classification.readers import read_examples
 
 
 def _document(name: str, extra: list[str] = ()) -> str:

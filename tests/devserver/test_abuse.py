@@ -19,7 +19,7 @@ import pytest
 
 from keras_bert.client import GrpcClient, ServerError
 from tests.devserver.test_server import ServeProcess, reference_outputs
-from tests.reference import require
+from tests.support.reference import require
 
 LIMITS = ["--max-request-rows", "16", "--max-message-mb", "1", "--max-string-kb", "64"]
 CLIENTS = 16

@@ -26,9 +26,9 @@ import tensorflow as tf
 
 from keras_bert.client import GrpcClient, RestClient, ServerError
 from keras_bert.devserver.batcher import Batcher
-from keras_bert.export.exporter import export_model
+from keras_bert.tasks.task_dir import export_model
 from tests.export.helpers import make_tiny_model_dir
-from tests.reference import require
+from tests.support.reference import require
 
 TEXTS = ["Call me Ishmael.", "", "The cat sat on the mat!", "Naïve café — BERT reads."]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

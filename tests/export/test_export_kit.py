@@ -26,7 +26,7 @@ from google.protobuf import (
     wrappers_pb2,
 )
 
-from tests.reference import require
+from tests.support.reference import require
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KIT = os.path.join(REPO, "export")
@@ -159,7 +159,7 @@ def test_default_model_name_is_bert_everywhere():
     tree = ast.parse(open(os.path.join(REPO, "keras_bert", "export", "exporter.py"),
                           encoding="utf-8").read())
     export_model = next(node for node in tree.body
-                        if isinstance(node, ast.FunctionDef) and node.name == "export_model")
+                        if isinstance(node, ast.FunctionDef) and node.name == "write_version")
     args = export_model.args
     positional = [a.arg for a in args.args][len(args.args) - len(args.defaults):]
     defaults = dict(zip(positional, args.defaults, strict=True))

@@ -107,9 +107,9 @@ def test_precision_is_in_the_graph_and_weights_stay_float32(served):
 
 
 def test_precision_choices_are_checked(tmp_path):
-    from keras_bert.export.exporter import build_serving_module
+    from keras_bert.tasks.task_dir import export_model
 
     with pytest.raises(ValueError, match="precision must be one of"):
-        build_serving_module(None, precision="int8")
+        export_model(str(tmp_path), str(tmp_path / "out"), precision="int8")
     with pytest.raises(SystemExit):
         main(["export", str(tmp_path), str(tmp_path / "out"), "--precision", "fp8"])

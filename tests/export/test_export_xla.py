@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from keras_bert.cli import main
 from keras_bert.export.exporter import bucket_word_counts
-from keras_bert.tasks.serving_module import length_buckets, pad_to_bucket
+from keras_bert.tasks.serving import length_buckets, pad_to_bucket
 from tests.export.helpers import (
     make_tiny_model_dir,
     make_tiny_task_dir,
@@ -28,7 +28,7 @@ TEXTS = ["", "Call me Ishmael."] + [" ".join(WORDS[i % len(WORDS)] for i in rang
                                    for n in (5, 13, 14, 15, 29, 30, 40, 61, 80)]
 
 
-@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
+@pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
 @pytest.mark.parametrize("kind", ["classify", "embed"])
 def test_xla_export_answers_as_the_plain_export(tmp_path, kind):
     if kind == "embed":
@@ -62,7 +62,7 @@ def test_xla_export_answers_as_the_plain_export(tmp_path, kind):
     warmup = os.path.join(tmp_path, "serving", "2", "assets.extra", "tf_serving_warmup_requests")
     records = list(tf.data.TFRecordDataset(warmup))
     longest = 64 if kind == "embed" else 32  # 64 positions; the classifier's task: 32
-    assert len(records) == 1 + len(bucket_word_counts(longest))
+    assert len(records) == 1 + len(bucket_word_counts(length_buckets(longest)))
 
 
 def test_buckets():
@@ -71,8 +71,8 @@ def test_buckets():
                                    384, 512]
     assert length_buckets(200) == [16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 200]
     assert length_buckets(8) == [8] and length_buckets(16) == [16]
-    assert bucket_word_counts(64) == [14, 30, 46, 62]
-    assert bucket_word_counts(512)[-1] == 510
+    assert bucket_word_counts(length_buckets(64)) == [14, 30, 46, 62]
+    assert bucket_word_counts(length_buckets(512))[-1] == 510
     for batch, rows in ((1, 1), (2, 2), (3, 4), (5, 8), (11, 16), (0, 0)):
         for length, longest, want in ((1, 64, 16), (16, 64, 16), (17, 64, 32), (33, 64, 48),
                                       (64, 64, 64), (40, 48, 48), (129, 512, 160),

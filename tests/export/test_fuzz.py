@@ -1,13 +1,13 @@
 """Hostile text never crashes anything: `keras-bert tokenize`, an export loaded in process
 and in TF Serving's loader (a Session), and `keras-bert serve` over gRPC and REST.
 
-The strings come from `tests/fuzz_strings.py` (seeded: every plane and category, invalid
+The strings come from `tests/support/fuzz_strings.py` (seeded: every plane and category, invalid
 UTF-8, controls, combining towers, emoji, CJK, RTL, 1 MiB texts, empty, `[MASK]`-like).
 Every string gets valid ids (on a sample, those of the tokenizer in process) and finite
 outputs of the right batch size, equal (atol 1e-4) to what the export answers loaded in
 process; the server answers a status request afterwards. `FUZZ_COUNT` strings per path in
-the default run (3,000: every family of pieces many times over and one 1 MiB text; session 23
-cut it from 10,000 for CI's time); the exhaustive tier (`pytest -m exhaustive`) 100,000 more
+the default run (3,000, not 10,000, for CI's time: still every family of pieces many times over
+and one 1 MiB text); the exhaustive tier (`pytest -m exhaustive`) 100,000 more
 through every path, in ten shards of `SHARD_COUNT` = 10,000 with their own seeds, so that `.ci/run`, which runs one exhaustive
 test per landing, never spends more than about a minute and a half on it.
 """
@@ -28,7 +28,7 @@ from keras_bert.checkpoints import load_model_dir
 from keras_bert.client import GrpcClient, RestClient
 from keras_bert.export.session_bundle import SessionBundle
 from tests.devserver.test_server import ServeProcess
-from tests.fuzz_strings import fuzz_strings, is_utf8
+from tests.support.fuzz_strings import fuzz_strings, is_utf8
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FUZZ_COUNT = 3_000
@@ -162,7 +162,7 @@ def _fuzz_all(exported, count: int, seed: int) -> None:
     assert figures == {"tokenize": count, "exports": count, "serve": count}
 
 
-@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
+@pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
 def test_fuzzed_text_never_crashes(exported):
     _fuzz_all(exported, FUZZ_COUNT, seed=1)
 

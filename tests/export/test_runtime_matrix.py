@@ -26,8 +26,9 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.checkpoints import load_model_dir
-from keras_bert.export.exporter import build_serving_module, export_model
 from keras_bert.export.hub_pair import export_hub_pair
+from keras_bert.tasks.task_dir import export_model
+from keras_bert.tasks.task_model import TextTaskModel
 from keras_bert.text.preprocessor import BertPreprocessor
 from tests.export.helpers import (
     make_tiny_model_dir,
@@ -37,8 +38,8 @@ from tests.export.helpers import (
 )
 from tests.export.run_session_bundle import save_arrays
 from tests.export.runtimes import RUNTIMES, runtime_python
-from tests.reference import minilm_dir
-from tests.rotation import share
+from tests.support.reference import minilm_dir
+from tests.support.rotation import share
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]  # the first builds two venvs
 
@@ -103,8 +104,8 @@ def _numpy(outputs: dict) -> dict:
 
 # Built only for the older runtimes: in this one, tests/export/test_export_precision.py
 # (real MiniLM, float32 / bfloat16 / float16) and tests/export/test_export_xla.py load the
-# same export options in TF Serving's Session loader every run (session 23: ~30 s of CI's
-# time per run).
+# same export options in TF Serving's Session loader every run (building them here too: ~30 s of CI's
+# time per run, 2026-11-27).
 VARIANTS = ("classify_bfloat16", "embed_float16", "classify_xla")
 
 
@@ -186,7 +187,7 @@ def _run_runtime(python: str, exports, workdir) -> dict:
             "outputs": {key: read_outputs(path) for key, path in where.items()}}
 
 
-# This runtime every run; the older environments in CI's rotation (tests/rotation.py), each
+# This runtime every run; the older environments in CI's rotation (tests/support/rotation.py), each
 # with the other tests that need it: TF 2.12.1 once in three landings (with
 # tests/export/test_runtime_check.py), TF 2.20.0 once in six (with
 # tests/test_kaggle_wheelhouse.py), so that a CI run builds at most one environment.
@@ -247,8 +248,8 @@ def test_each_variable_is_stored_once(exports, name):
     path = exports[name][0][0]
     model_dir = os.path.join(os.path.dirname(os.path.dirname(path)),
                              "model" if TASKS[name][0] is None else "task")
-    module, _, _ = build_serving_module(load_model_dir(model_dir))
-    weights = sum(int(np.prod(w.shape)) * 4 for w in module.model.weights)  # all float32
+    weights = sum(int(np.prod(w.shape)) * 4  # all float32
+                  for w in TextTaskModel.load(model_dir)._serving_functions().model.weights)
     reader = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
     shapes = reader.get_variable_to_shape_map()
     dtypes = reader.get_variable_to_dtype_map()

@@ -9,18 +9,22 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.checkpoints.task_dir import load_task_model
 from keras_bert.cli import main
 from keras_bert.config import default_doc_stride
-from keras_bert.export.exporter import export_model
 from keras_bert.export.op_audit import audit
-from keras_bert.tasks import squad
-from keras_bert.tasks.span_qa_serving import NO_SPAN_SCORE, SpanQAServingModule, best_spans
+from keras_bert.tasks.question_answering import squad
+from keras_bert.tasks.question_answering.serving import (
+    NO_SPAN_SCORE,
+    QuestionAnswererServing,
+    best_spans,
+)
+from keras_bert.tasks.task_dir import export_model
+from keras_bert.tasks.task_model import TextTaskModel
 from tests.devserver.test_server import model_server
 from tests.export.helpers import WORDS, make_tiny_task_dir, run_fresh
-from tests.tasks import reference_squad
-from tests.tasks.reference_alignment import align_sentences
-from tests.text.reference_word_windows import sentence_windows
+from tests.tasks.question_answering import reference_squad
+from tests.tasks.token_classification.reference_alignment import align_sentences
+from tests.tasks.token_classification.reference_word_windows import sentence_windows
 
 TAGS = ["B-LOC", "B-PER", "I-PER", "O"]
 TAG_SEQ = 12
@@ -47,7 +51,7 @@ def tagger(tmp_path_factory):
     root = tmp_path_factory.mktemp("tagger")
     task_dir = make_tiny_task_dir(root, {"kind": "tag", "seq_length": TAG_SEQ,
                                          "num_classes": len(TAGS)}, TAGS)
-    return load_task_model(task_dir), export_model(task_dir, str(root / "export"))
+    return TextTaskModel.load(task_dir), export_model(task_dir, str(root / "export"))
 
 
 def test_tagger_export_layout(tagger):
@@ -74,18 +78,18 @@ def test_tagger_fresh_process_matches_keras_words(tagger, tmp_path):
     words = [s.split() for s in SENTENCES]
     np.testing.assert_array_equal(got["num_words"], [len(w) for w in words])
     stride = default_doc_stride(TAG_SEQ)
-    special = loaded.tokenizer.special_token_ids
+    special = loaded.preprocessor.tokenizer.special_token_ids
     long_sentence = 0
     for i, text in enumerate(SENTENCES):
         # Reference: the Python windows (the original max-context rule) and the Keras model.
-        ref = sentence_windows(_word_pieces(loaded.tokenizer, words[i]), TAG_SEQ, stride,
+        ref = sentence_windows(_word_pieces(loaded.preprocessor.tokenizer, words[i]), TAG_SEQ, stride,
                                special)
         long_sentence = max(long_sentence, len(ref["ids"]))
         ids = np.asarray([r + [0] * (TAG_SEQ - len(r)) for r in ref["ids"]], np.int32)
         inputs = {"input_word_ids": ids, "input_mask": (np.arange(TAG_SEQ) < np.asarray(
             [len(r) for r in ref["ids"]])[:, None]).astype(np.int32),
                   "input_type_ids": np.zeros_like(ids)}
-        logits = np.asarray(loaded.model(inputs, training=False))
+        logits = np.asarray(loaded.network(inputs, training=False))
         first = np.asarray([logits[w, c] for w, c in ref["words"]]).reshape(-1, len(TAGS))
         n = len(words[i])
         raw = text.encode("utf-8")
@@ -108,10 +112,10 @@ def test_tagger_fresh_process_matches_keras_words(tagger, tmp_path):
 
 def test_tagger_serve_ids_labels_every_position(tagger):
     loaded, exported = tagger
-    features = align_sentences(loaded.tokenizer, [s.split() for s in SENTENCES], TAG_SEQ)
+    features = align_sentences(loaded.preprocessor.tokenizer, [s.split() for s in SENTENCES], TAG_SEQ)
     out = tf.saved_model.load(exported.path).signatures["serve_ids"](
         **{k: tf.constant(v) for k, v in features.features().items()})
-    logits = np.asarray(loaded.model(features.features(), training=False))
+    logits = np.asarray(loaded.network(features.features(), training=False))
     np.testing.assert_allclose(out["logits"].numpy(), logits, atol=1e-5)
     np.testing.assert_array_equal(out["label_ids"].numpy(), np.argmax(logits, axis=-1))
     assert out["labels"].numpy()[0, 0].decode() == TAGS[np.argmax(logits[0, 0])]
@@ -119,16 +123,16 @@ def test_tagger_serve_ids_labels_every_position(tagger):
 
 # ---------------------------------------------------------------------------- span QA
 def _python_answers(loaded, threshold: float, allow_no_answer: bool = True):
-    """`keras_bert.tasks.squad`'s features and decoder on the Keras model's logits."""
+    """`keras_bert.tasks.question_answering.squad`'s features and decoder on the Keras model's logits."""
     examples = [squad.SquadExample(str(i), q, c)
                 for i, (q, c) in enumerate(zip(QUESTIONS, CONTEXTS, strict=True))]
-    features = reference_squad.squad_features(examples, loaded.tokenizer, seq_length=QA_TASK["seq_length"],
+    features = reference_squad.squad_features(examples, loaded.preprocessor.tokenizer, seq_length=QA_TASK["seq_length"],
                                     max_query_length=QA_TASK["max_query_length"],
                                     doc_stride=QA_TASK["doc_stride"])
     assert len(features) == len(examples)  # every context fits one window
     inputs = {k: np.stack([getattr(f, k) for f in features])
               for k in ("input_word_ids", "input_mask", "input_type_ids")}
-    logits = {k: np.asarray(v) for k, v in loaded.model(inputs, training=False).items()}
+    logits = {k: np.asarray(v) for k, v in loaded.network(inputs, training=False).items()}
     results = reference_squad.decode_predictions(examples, features, logits["start_logits"],
                                        logits["end_logits"], allow_no_answer=allow_no_answer,
                                        null_score_threshold=threshold)
@@ -139,7 +143,7 @@ def _python_answers(loaded, threshold: float, allow_no_answer: bool = True):
 def span_qa(tmp_path_factory):
     root = tmp_path_factory.mktemp("span_qa")
     task_dir = make_tiny_task_dir(root, QA_TASK)
-    loaded = load_task_model(task_dir)
+    loaded = TextTaskModel.load(task_dir)
     # A null-score threshold between the questions' margins, so that "no answer" wins for
     # some questions and a span for others.
     results, _, _ = _python_answers(loaded, 0.0)
@@ -212,8 +216,8 @@ def test_span_qa_module_answers_within_max_answer_length(long_qa):
     # The in-graph decoding of every window of the long contexts with a limit of 3 tokens,
     # against the Python reference with the same limit; without it most answers are longer.
     loaded, _, threshold = long_qa
-    module = SpanQAServingModule(
-        loaded.model, loaded.preprocessor.with_length(None, 32),
+    module = QuestionAnswererServing(
+        loaded.network, loaded.preprocessor.with_length(None, 32),
         max_query_length=LONG_TASK["max_query_length"], doc_stride=LONG_TASK["doc_stride"],
         allow_no_answer=False, max_answer_length=3)
     questions, contexts = _long_pairs()
@@ -268,11 +272,11 @@ def _python_long_answers(loaded, threshold: float, allow_no_answer: bool = True,
     questions, contexts = _long_pairs()
     examples = [squad.SquadExample(str(i), q, c)
                 for i, (q, c) in enumerate(zip(questions, contexts, strict=True))]
-    features = reference_squad.squad_features(examples, loaded.tokenizer,
+    features = reference_squad.squad_features(examples, loaded.preprocessor.tokenizer,
                                     seq_length=LONG_TASK["seq_length"],
                                     max_query_length=LONG_TASK["max_query_length"],
                                     doc_stride=LONG_TASK["doc_stride"])
-    logits = loaded.model.predict(reference_squad.squad_dataset(features), verbose=0)
+    logits = loaded.network.predict(reference_squad.squad_dataset(features), verbose=0)
     results = reference_squad.decode_predictions(examples, features, logits["start_logits"],
                                        logits["end_logits"], allow_no_answer=allow_no_answer,
                                        null_score_threshold=threshold,
@@ -300,7 +304,7 @@ def _assert_same_answers(got, expected, contexts):
 def long_qa(tmp_path_factory):
     root = tmp_path_factory.mktemp("long_qa")
     task_dir = make_tiny_task_dir(root, LONG_TASK)
-    loaded = load_task_model(task_dir)
+    loaded = TextTaskModel.load(task_dir)
     # A threshold between the two largest margins (null score - best span score) of the
     # long contexts: "no answer" wins for exactly one of them.
     results, _ = _python_long_answers(loaded, 0.0)
@@ -334,8 +338,8 @@ def test_long_contexts_in_graph_match_the_python_reference(long_qa, allow_no_ans
     # SQuAD v1.1 decoding (no null answer; NO_SPAN_SCORE when no span is valid), and a static
     # sequence length (TPU/XLA exports), traced as the export traces them.
     loaded, _, threshold = long_qa
-    module = SpanQAServingModule(
-        loaded.model, loaded.preprocessor.with_length(seq_length, 32),
+    module = QuestionAnswererServing(
+        loaded.network, loaded.preprocessor.with_length(seq_length, 32),
         max_query_length=LONG_TASK["max_query_length"], doc_stride=LONG_TASK["doc_stride"],
         allow_no_answer=allow_no_answer, null_score_threshold=threshold)
     questions, contexts = _long_pairs()
@@ -349,7 +353,7 @@ def test_long_contexts_in_graph_match_the_python_reference(long_qa, allow_no_ans
 def test_span_qa_module_refuses_a_non_positive_stride(long_qa):
     loaded, _, _ = long_qa
     with pytest.raises(ValueError, match="doc_stride must be positive"):
-        SpanQAServingModule(loaded.model, loaded.preprocessor.with_length(None, 32),
+        QuestionAnswererServing(loaded.network, loaded.preprocessor.with_length(None, 32),
                             max_query_length=8, doc_stride=0)
 
 

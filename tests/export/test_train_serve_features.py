@@ -25,13 +25,13 @@ import pytest
 
 from keras_bert.cli import main
 from keras_bert.data.corpus import default_corpus_files
-from keras_bert.export.exporter import export_model
 from keras_bert.export.session_bundle import SessionBundle
-from keras_bert.task_models.finetune_job import FinetuneJob, finetuning_model, run_finetuning
+from keras_bert.jobs.finetune import FinetuneJob, finetuning_model, run_finetuning
+from keras_bert.tasks.task_dir import export_model
 from tests.export.helpers import WORDS, make_tiny_model_dir
 from tests.text.test_tokenizer import HARD_CASES
 
-pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log, session 17)
+pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md)
 
 SEQ = 24
 INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -91,7 +91,7 @@ def _training_features(job) -> dict[str, np.ndarray]:
 def _eval_stream(job):
     """The batches `keras-bert finetune` validates on: its eval file's rows, in order."""
     model, _, evaluation = finetuning_model(job)
-    return model.stream(evaluation, job.batch_size)[0]
+    return model._stream(evaluation, job.batch_size)[0]
 
 
 def _request(texts, texts_b) -> dict:
@@ -270,7 +270,7 @@ def test_windows_trained_on_are_the_exports(finetuned_windows):
 
 
 def _conll_tags(path):
-    from keras_bert.tasks.conll import read_conll
+    from keras_bert.tasks.token_classification.conll import read_conll
 
     return [(s.words, s.tags) for s in read_conll(path)]
 

@@ -6,17 +6,9 @@ import math
 
 import pytest
 
-from keras_bert.tasks.metrics import (
-    accuracy,
-    average_ranks,
-    entity_f1,
-    get_entities,
-    normalize_answer,
-    pearson,
-    spearman,
-    squad_em_f1,
-    token_f1,
-)
+from keras_bert.tasks.question_answering.metrics import normalize_answer, squad_em_f1, token_f1
+from keras_bert.tasks.text_classification.metrics import accuracy, average_ranks, pearson, spearman
+from keras_bert.tasks.token_classification.metrics import entity_f1, get_entities
 
 
 def test_accuracy():

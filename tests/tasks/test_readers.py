@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from keras_bert.tasks.labels import LABELS_FILENAME, LabelVocab
-from keras_bert.tasks.readers import (
-    TextExample,
+from keras_bert.tasks.readers import TextExample
+from keras_bert.tasks.text_classification.readers import (
     classification_dataset,
     multi_hot,
     read_examples,
@@ -18,7 +18,7 @@ from keras_bert.tasks.readers import (
 )
 from keras_bert.text import BertTokenizer
 from keras_bert.text.preprocessor import BertPreprocessor
-from tests.reference import minilm_dir
+from tests.support.reference import minilm_dir
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""In-graph sliding windows (`keras_bert.text.doc_windows`) against `keras_bert.tasks.squad`'s
+"""In-graph sliding windows (`keras_bert.text.doc_windows`) against `keras_bert.tasks.question_answering.squad`'s
 Python windows and its brute-force max-context rule (every window scored for every token)."""
 
 import itertools
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from keras_bert.text.doc_windows import doc_windows, is_max_context
-from tests.tasks import reference_squad as squad
+from tests.tasks.question_answering import reference_squad as squad
 
 OFFSET = 3  # where the context starts in a packed row ([CLS] + 1 question token + [SEP])
 

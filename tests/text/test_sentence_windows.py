@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert.config import LongTextReading
 from keras_bert.text.sentence_windows import (
-    LongTextReading,
     WindowBatch,
     aggregate_windows,
     sentence_windows,

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from keras_bert.text import BertTokenizer
 from keras_bert.text.tokenizer import load_vocab
-from tests.reference import missing
+from tests.support.reference import missing
 
 from .code_points import ALL_SCALARS, groups_of_16, property_runs, sampled_scalars
 from .reference_tokenizer import ReferenceTokenizer

@@ -25,7 +25,7 @@ import unicodedata
 
 import pytest
 
-from tests.reference import require
+from tests.support.reference import require
 
 from .code_points import ALL_SCALARS, groups_of_16, sampled_scalars
 from .test_tokenizer import HARD_CASES, corpus_lines, make_cased_vocab, uncased_vocab_path

@@ -65,9 +65,9 @@ def _global_norm(model, batch) -> float:
     return float(tf.linalg.global_norm([tf.convert_to_tensor(g) for g in grads]))
 
 
-# One optimizer per CI run, alternating (`rotating(every=2)`, tests/rotation.py); LAMB's
+# One optimizer per CI run, alternating (`rotating(every=2)`, tests/support/rotation.py); LAMB's
 # accumulation also runs through both pretraining phases every run
-# (tests/training/test_pretrain_phases.py).
+# (tests/pretraining/test_phases.py).
 @pytest.mark.rotating(every=2)
 @pytest.mark.parametrize("optimizer", ["adamw", "lamb"])
 def test_k_micro_batches_equal_one_batch_of_k_times_b(tiny_config_no_dropout, optimizer):
@@ -85,7 +85,7 @@ def test_k_micro_batches_equal_one_batch_of_k_times_b(tiny_config_no_dropout, op
     assert _global_norm(_model(tiny_config_no_dropout, optimizer, 1), items[0]) > 1.0
 
 
-@pytest.mark.slow  # over 30 s in CI's durations log (session 17)
+@pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
 def test_mixed_float16_scales_and_skips_the_whole_update(tiny_config_no_dropout):
     items = batches(tiny_config_no_dropout, count=1)
     big, _ = _train(tiny_config_no_dropout, items, "adamw", 1, dtype="mixed_float16")

@@ -45,8 +45,8 @@ def test_auto_resolves_on_this_machine_and_names_its_reason():
 
 
 def test_jobs_store_the_resolved_precision(tmp_path):
-    from keras_bert.task_models.finetune_job import FinetuneJob
-    from keras_bert.training.pretrain_job import PretrainJob
+    from keras_bert.jobs.finetune import FinetuneJob
+    from keras_bert.jobs.pretrain import PretrainJob
 
     job = FinetuneJob(task="classify", model="tiny", train="t.csv", out=str(tmp_path))
     assert job.precision == resolve_precision("auto")

@@ -12,8 +12,9 @@ import sys
 import pytest
 
 from keras_bert.cli import main
+from keras_bert.data.corpus import DEFAULT_VOCAB
+from keras_bert.jobs.pretrain import PretrainJob, _datasets
 from keras_bert.text import BertTokenizer
-from keras_bert.training.pretrain_job import DEFAULT_VOCAB, PretrainJob, _datasets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -50,7 +51,7 @@ def test_tfrecord_stream_is_static(tmp_path, capsys):
 
 
 # AdamW (the default) every CI run; Keras' own AdamW (the negative control: sparse gradients
-# reach the all-reduce) and LAMB alternate (`rotating(every=2)`, tests/rotation.py): one
+# reach the all-reduce) and LAMB alternate (`rotating(every=2)`, tests/support/rotation.py): one
 # TensorFlow process of ~12-30 s each fewer per run.
 @pytest.mark.parametrize("optimizer", [
     pytest.param("keras", marks=pytest.mark.rotating(every=2, slot=0)), "adamw",

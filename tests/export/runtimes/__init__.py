@@ -24,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RUNTIMES = {"tensorflow-2.20.0": ("2.20.0", "2.20.0"),
             "tensorflow-2.12.1": ("2.12.1", "2.12.1")}
 # uv (a test tool, `setup.cfg`), as `scripts/install.sh` uses it: an environment took ~55 s
-# with pip on 2 cores (session 20). It byte-compiles nothing; modules compile on first use.
+# with pip on 2 cores (2026-11-26). It byte-compiles nothing; modules compile on first use.
 PIP_INSTALL = ["install", "-q"]
 
 

@@ -1,0 +1,35 @@
+"""Where a task model's encoder comes from: a keras_bert model directory as it is, another
+checkpoint format converted, or a preset name made with random weights."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+
+def pretrained_model_dir(source: str) -> str:
+    """A keras_bert model directory for `source` (converted into a temporary directory
+    when it is another checkpoint format, made when it is a preset name)."""
+    from keras_bert.checkpoints.formats import KerasBertFormat, detect_format
+    from keras_bert.config import PRESETS
+    from keras_bert.tasks.head_checkpoints import convert
+
+    if not os.path.exists(source) and source in PRESETS:
+        return _preset_dir(source)
+    if isinstance(detect_format(source), KerasBertFormat):
+        return source
+    return convert(source, os.path.join(tempfile.mkdtemp(prefix="keras_bert-"), "model")).path
+
+
+def _preset_dir(name: str) -> str:
+    from keras_bert.checkpoints.model_dir import save_model_dir
+    from keras_bert.config import BertConfig
+    from keras_bert.models import BertEncoder
+    from keras_bert.text.tokenizer import load_vocab
+
+    vocab_file = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "vocab",
+                              "corpus_uncased_8k.txt")
+    config = BertConfig.from_preset(name, vocab_size=len(load_vocab(vocab_file)))
+    path = os.path.join(tempfile.mkdtemp(prefix="keras_bert-"), name)
+    return save_model_dir(BertEncoder(config), path, vocab_file, True,
+                          metadata={"preset": name}).path

@@ -1,0 +1,400 @@
+"""`TextTaskModel`: the Keras model of every task kind; raw strings in, its preprocessor inside.
+
+Each kind (`keras_bert/tasks/<kind>/model.py`: `TextClassifier`, `TextRegressor`,
+`MultiLabelClassifier`, `TokenClassifier`, `QuestionAnswerer`, `TextEmbedder`) is one
+subclass that owns its network (ids in, logits or vectors out), the `BertPreprocessor` that
+network was trained with, its labels and its typed config:
+
+- `from_pretrained(source, ...)`: a new head on the encoder of any checkpoint `convert`
+  reads, or a fine-tuned model directory of this kind loaded whole.
+- `fit(x, y)`: the kind's rows featurised into a seeded batch stream, the kind's loss and
+  metrics (`compile`'s defaults), BERT's AdamW sized from the fit's own steps unless
+  compiled with another optimizer; resumable with `checkpoint_dir=`.
+- `evaluate(x, y)`: the kind's metrics, the numbers `keras-bert finetune` reports.
+- `predict(x)`: the export's `serving_default` outputs, computed in process by the very
+  functions the export holds.
+- `save(dir)` / `load(dir)`: the model directory (`task_dir.py`); `.keras` files too.
+- `export(dir)`: the next TF Serving version, written from the model in memory.
+
+The methods whose names start with `_` are what the kinds implement and what the job layer
+(`keras_bert.jobs`, the command line) calls; a Python user needs none of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import ClassVar
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.tasks.fitting import check_fit_arguments, fit_checkpoint, pair_of, strings
+from keras_bert.tasks.registry import task_class
+from keras_bert.tasks.serving import PREDICT_BATCH, run_in_batches
+from keras_bert.training.fit_schedule import FitSchedule
+from keras_bert.training.optimizer import build_optimizer
+
+DEFAULT_BATCH_SIZE = 32
+
+
+class TextTaskModel(keras.Model):
+    """A task network and its preprocessor, taking raw strings (see the module docstring).
+
+    Subclasses set `kind` (the registry's name), `config_class` (the kind's typed config:
+    `block(kind, seq_length, num_classes)` writes the task block of a model directory,
+    `from_block` reads it) and `labelled`, and implement the `_` hooks below.
+    """
+
+    kind: ClassVar[str] = ""
+    config_class: ClassVar[type] = type(None)
+    labelled: ClassVar[bool] = False  # has label names (labels.txt)
+
+    def __init__(self, network, preprocessor, labels=None, config=None, **kwargs):
+        kwargs.setdefault("dtype", network.dtype_policy)
+        kwargs.setdefault("name", f"text_{network.name}")
+        super().__init__(**kwargs)
+        self.network = network
+        self.preprocessor = preprocessor
+        self.labels = labels
+        self.config = config if config is not None else self.config_class()
+        self.schedule = FitSchedule()
+        self._sized_optimizer = True  # compile() without an optimizer: sized by fit
+        self._serving = None
+
+    # ----- building -----------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str, rules: str | None = None, precision: str | None = None):
+        """The model saved in the model directory `path` (`save`, `keras-bert finetune`),
+        computing in the precision it was saved in (`precision`: another dtype policy).
+        `TextTaskModel.load` returns whichever kind the directory holds."""
+        from keras_bert.tasks.task_dir import read_task_dir
+        from keras_bert.training.precision import resolve_precision
+
+        saved = read_task_dir(path, rules)
+        model_class = task_class(saved.kind)
+        if not issubclass(model_class, cls):
+            raise ValueError(f"{path} holds a {model_class.__name__} ({saved.kind!r}), not a "
+                             f"{cls.__name__}")
+        return model_class._restore(saved, None if precision is None
+                                    else resolve_precision(precision))
+
+    @classmethod
+    def _restore(cls, saved, dtype=None):
+        """This kind's model from a `read_task_dir` result, its encoder in `dtype` (None:
+        the recorded precision)."""
+        from keras_bert.tasks.task_dir import load_head_weights
+
+        if cls.labelled and saved.labels is None:
+            raise FileNotFoundError(f"{saved.model_dir.path}: a {cls.__name__} model "
+                                    "directory needs labels.txt")
+        config = cls.config_class.from_block(saved.block)
+        network = cls._build_network(saved.model_dir.load_encoder(dtype=dtype), config,
+                                     saved.labels)
+        if network.head_layers:
+            load_head_weights(network.head_layers, saved.head_weights)
+        return cls(network, saved.model_dir.preprocessor(), saved.labels, config)
+
+    @classmethod
+    def _build_network(cls, encoder, config, labels):
+        """The kind's network (an untrained head) around `encoder`."""
+        raise NotImplementedError
+
+    @classmethod
+    def _pretrained(cls, source: str, rules: str | None, precision: str | None,
+                    new_head: bool = False):
+        """`(model, None)` when `source` is a fine-tuned model directory of this kind (loaded
+        whole, in its recorded precision unless `precision`; not with `new_head`), else
+        `(None, model_dir)`: the `ModelDir` to build a new head on. Sources: a keras_bert
+        model directory, any checkpoint `keras-bert convert` reads, or a random preset
+        (`keras_bert.tasks.sources`)."""
+        from keras_bert.tasks.sources import pretrained_model_dir
+        from keras_bert.tasks.task_dir import read_task_dir
+        from keras_bert.training.precision import resolve_precision
+
+        saved = read_task_dir(pretrained_model_dir(source), rules)
+        if (not new_head and "task" in saved.model_dir.metadata
+                and task_class(saved.kind) is cls):
+            dtype = None if precision is None else resolve_precision(precision)
+            return cls._restore(saved, dtype), None
+        return None, saved.model_dir
+
+    @staticmethod
+    def _encoder_and_preprocessor(model_dir, seq_length: int, precision: str | None = None,
+                                  seed: int | None = None):
+        """The encoder of `model_dir`, for training, in `precision`'s dtype policy (None or
+        `auto`: for the hardware, resolved here once and printed) and its preprocessor at
+        `seq_length`. `seed` seeds Keras' global generator first, so that the head built
+        next starts from the weights `keras-bert finetune --seed` starts from."""
+        from keras_bert.training.precision import training_precision
+
+        if seed is not None:
+            keras.utils.set_random_seed(int(seed))
+        if seq_length > model_dir.config.max_position_embeddings:
+            raise ValueError(f"seq_length {seq_length} exceeds the model's "
+                             f"max_position_embeddings {model_dir.config.max_position_embeddings}")
+        return (model_dir.load_encoder(dtype=training_precision(precision)),
+                model_dir.preprocessor().with_length(seq_length))
+
+    def get_config(self) -> dict:
+        """The network, the preprocessor (vocabulary inside), labels and config."""
+        return {"network": keras.saving.serialize_keras_object(self.network),
+                "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
+                "labels": None if self.labels is None else self.labels.names,
+                "config": dataclasses.asdict(self.config), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config: dict):
+        """Rebuilds the model from `get_config` output."""
+        from keras_bert.tasks.labels import LabelVocab
+
+        config = dict(config)
+        labels = config.pop("labels")
+        return cls(keras.saving.deserialize_keras_object(config.pop("network")),
+                   keras.saving.deserialize_keras_object(config.pop("preprocessor")),
+                   None if labels is None else LabelVocab(labels),
+                   cls.config_class(**config.pop("config")), **config)
+
+    # ----- Keras --------------------------------------------------------------------------
+
+    def call(self, inputs, training=False):
+        """The network on packed ids (`input_word_ids`, `input_mask`, `input_type_ids`)."""
+        return self.network(inputs, training=training)
+
+    def compile(self, optimizer=None, loss=None, metrics=None, *,
+                schedule: FitSchedule | None = None, **kwargs):
+        """The kind's loss and metrics unless `loss` is given. Without `optimizer`, `fit`
+        builds BERT's AdamW under `schedule` (default `FitSchedule()`), sized from its own
+        number of steps."""
+        if schedule is not None:
+            self.schedule = schedule
+        self._sized_optimizer = optimizer is None
+        self._compile(optimizer or self.schedule.optimizer(1), loss, metrics, **kwargs)
+
+    def _compile(self, optimizer, loss=None, metrics=None, **kwargs) -> None:
+        """`keras.Model.compile` with the kind's loss and metrics where none are given."""
+        if loss is None:
+            loss, own = self._default_loss()
+            metrics = own if metrics is None else metrics
+        kwargs.setdefault("jit_compile", False)
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def _default_loss(self) -> tuple:
+        """`(loss, metrics)` this kind trains with (loss None: the model computes its own)."""
+        raise NotImplementedError
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The network's own loss when it brings one (span QA) and none was compiled;
+        else Keras' compiled loss."""
+        if self._compile_loss is None and _brings_loss(self.network):
+            return self.network.compute_loss(x, y, y_pred, sample_weight, training)
+        return super().compute_loss(x, y, y_pred, sample_weight, training)
+
+    def get_compile_config(self) -> dict:
+        """The default optimizer's schedule (a `.keras` file recompiles with it)."""
+        return {"schedule": dataclasses.asdict(self.schedule)}
+
+    def compile_from_config(self, config: dict) -> None:
+        """Compiles as `compile()` does, with the saved schedule (the optimizer built, so
+        that the archive's optimizer state loads into it)."""
+        self.compile(schedule=FitSchedule(**config["schedule"]))
+        build_optimizer(self)
+
+    def fit(self, x=None, y=None, batch_size: int | None = None, epochs: int = 1,
+            validation_data=None, seed: int | None = None, checkpoint_dir: str | None = None,
+            checkpoint_minutes: float = 10.0, checkpoint_steps: int | None = None, **kwargs):
+        """Trains on texts `x` and targets `y` (see the subclass).
+
+        `seed` orders the batches of every epoch (default: drawn from NumPy's global
+        generator, which `keras.utils.set_random_seed` seeds). `validation_data`:
+        `(texts, targets)`. `checkpoint_dir`: model and optimizer state are saved there at
+        every epoch end, every `checkpoint_steps` steps and after any step ending
+        `checkpoint_minutes` after the last save; an interrupted fit called again with the
+        same model, data, settings and directory resumes where the last save left off and
+        ends with the weights of an uninterrupted run (it needs an explicit `seed`). Other
+        arguments go to `keras.Model.fit`; `steps_per_epoch` is the number of batches in
+        the data.
+        """
+        check_fit_arguments(x, kwargs, checkpoint_dir, seed)
+        batch_size = int(batch_size or DEFAULT_BATCH_SIZE)
+        rows = self._rows(x, y)
+        validation_rows = (None if validation_data is None
+                           else self._rows(*pair_of(validation_data)))
+        if seed is None:
+            seed = int(np.random.randint(0, 2**31 - 1))
+        checkpoint = None
+        if checkpoint_dir is not None:
+            checkpoint = fit_checkpoint(self, rows, checkpoint_dir, epochs, batch_size, seed,
+                                        checkpoint_steps, checkpoint_minutes)
+        history = keras.callbacks.History()
+        history.history, _ = self._fit_rows(rows, batch_size=batch_size, epochs=epochs,
+                                            seed=int(seed), validation_rows=validation_rows,
+                                            checkpoint=checkpoint, **kwargs)
+        return history
+
+    def _fit_rows(self, rows: list, *, batch_size: int, epochs: int, seed: int,
+                  validation_rows: list | None = None, checkpoint=None,
+                  **fit_kwargs) -> tuple[dict, int]:
+        """The training loop of `fit` and of `keras-bert finetune`: `epochs` passes over
+        `rows` in batches shuffled by `(seed, epoch)`, under the compiled optimizer or
+        `FitSchedule`'s AdamW sized from these steps, resumed from `checkpoint` (a
+        `ResumableCheckpoint`) when it holds a state. Returns the epochs' logs and the
+        number of packed examples an epoch holds (one per row, or per window)."""
+        if int(epochs) < 1:
+            raise ValueError(f"epochs must be at least 1, got {epochs}")
+        # TPUs compile for one batch shape: there the last, partial batch is dropped (not
+        # verified on a TPU here; MirroredStrategy and one device keep every example).
+        static = isinstance(self.distribute_strategy, tf.distribute.TPUStrategy)
+        stream, count = self._stream(rows, batch_size, int(seed), drop_remainder=static)
+        steps = count // batch_size if static else -(-count // batch_size)
+        if steps < 1:
+            raise ValueError(f"{count} examples do not fill one batch of {batch_size}")
+        sized = not self.compiled or self._sized_optimizer
+        if sized:  # the kind's loss and metrics, BERT's AdamW for this many steps
+            with self.distribute_strategy.scope():
+                self._compile(self.schedule.optimizer(steps * int(epochs)))
+        start = checkpoint.restore(self)["step"] if checkpoint is not None else 0
+        self._sized_optimizer = sized
+        validation = (None if validation_rows is None
+                      else self._stream(validation_rows, batch_size)[0])
+        callbacks = [*([checkpoint] if checkpoint else []), *fit_kwargs.pop("callbacks", [])]
+        from keras_bert.training.resume import fit_from_step
+
+        logs = fit_from_step(self, stream, epochs=int(epochs), steps_per_epoch=steps,
+                             start_step=start, validation_data=validation, callbacks=callbacks,
+                             **fit_kwargs)
+        return logs, count
+
+    def evaluate(self, x=None, y=None, batch_size: int | None = None, **kwargs):
+        """The task metrics on texts `x` with targets `y` (a dict: those of
+        `keras-bert finetune`'s `metrics.json`). A dataset of ids (as `fit`'s validation
+        passes) goes to `keras.Model.evaluate`."""
+        if isinstance(x, tf.data.Dataset) or kwargs.get("_use_cached_eval_dataset"):
+            return super().evaluate(x, y, batch_size=batch_size, **kwargs)
+        if kwargs:
+            raise TypeError(f"unexpected arguments {sorted(kwargs)}")
+        return self._score(self._rows(x, y), int(batch_size or PREDICT_BATCH))
+
+    def predict(self, x, batch_size: int | None = None, **kwargs) -> dict[str, np.ndarray]:
+        """The export's `serving_default` outputs for texts `x`, computed in process by the
+        same functions (each request padded to its longest text): a dict of NumPy arrays,
+        strings as `str`."""
+        if kwargs.pop("verbose", None) not in (None, 0, "auto") or kwargs:
+            raise TypeError(f"unexpected arguments {sorted(kwargs)}")
+        if self._serving is None:
+            self._serving = self._serving_functions()
+        outputs = run_in_batches(self._serving.text_function(), self._requests(x),
+                                 int(batch_size or PREDICT_BATCH))
+        return {name: strings(value) for name, value in outputs.items()}
+
+    # ----- what the kinds implement -------------------------------------------------------
+
+    def _rows(self, x, y) -> list:
+        """The rows of inputs `x` carrying targets `y` (validated), as the kind's file
+        reader gives them (`TextExample`, `TaggedSentence`, `SquadExample`, ...)."""
+        raise NotImplementedError
+
+    def _stream(self, rows: list, batch_size: int, seed: int | None = None,
+                drop_remainder: bool = False) -> tuple[tf.data.Dataset, int]:
+        """`(dataset, examples)`: `(features, targets)` batches of `rows` (with `seed`:
+        endless epochs, each shuffled by `(seed, epoch)`; else one pass in order) and the
+        number of training examples they hold (windows, for windowed kinds)."""
+        raise NotImplementedError
+
+    def _score(self, rows: list, batch_size: int, train: list | None = None) -> dict:
+        """The task metrics on `rows` (`train`: the training rows, for the baselines of
+        kinds that report them)."""
+        raise NotImplementedError
+
+    def _requests(self, x) -> dict[str, list[str]]:
+        """The `serving_default` inputs for `x`."""
+        raise NotImplementedError
+
+    def _serving_functions(self, seq_length: int | None = None, max_length: int | None = None,
+                           **options):
+        """The functions of this model's export (a `keras_bert.tasks.serving.ServingModule`)
+        around its own preprocessor, padded to `seq_length` or to each batch's longest
+        text, truncated at `seq_length`, else `max_length`, else the training length.
+        `options`: the kind's export options (`pooling` for embedders,
+        `null_score_threshold` for question answerers)."""
+        preprocessor = self.preprocessor.with_length(
+            seq_length, seq_length or max_length or self.preprocessor.max_length)
+        return self._build_serving(preprocessor, **options)
+
+    def _build_serving(self, preprocessor, **options):
+        """The kind's `ServingModule` around `preprocessor`."""
+        raise NotImplementedError
+
+    # ----- what the job layer and the command line call (keras_bert.jobs, keras_bert.cli) --
+
+    @classmethod
+    def _for_job(cls, job, train: list):
+        """The untrained model `keras-bert finetune` fits for `job` (a
+        `keras_bert.jobs.finetune.FinetuneJob`): a new head on the encoder of `job.model`,
+        sized for the training rows `train`."""
+        raise NotImplementedError(f"{cls.__name__} is not fine-tuned by `keras-bert finetune`")
+
+    @classmethod
+    def _read_rows(cls, path: str, job, labels=None) -> list:
+        """The rows of the training or evaluation file `path` in `job`'s columns; with
+        `labels`, a row with another label is an error naming the file."""
+        raise NotImplementedError(f"{cls.__name__} is not fine-tuned by `keras-bert finetune`")
+
+    def _tune_on(self, evaluation: dict | None) -> None:
+        """Keeps what the kind chooses on an evaluation (the multi-label thresholds)."""
+
+    def _answers(self, source: str, batch_size: int = PREDICT_BATCH,
+                 text_column: str | None = None, text_b_column: str | None = None) -> list:
+        """`keras-bert predict`: one JSON-ready answer per row of the file `source` (or `-`,
+        stdin), computed by the export's `serving_default` function in this process."""
+        raise ValueError(f"`keras-bert predict` answers for fine-tuned models; a "
+                         f"{type(self).__name__} is read by `keras-bert encode`")
+
+    # ----- files --------------------------------------------------------------------------
+
+    def save(self, filepath, overwrite: bool = True, metadata: dict | None = None, **kwargs):
+        """`*.keras`: Keras' archive (`keras.saving.load_model` reads it). Otherwise the
+        keras_bert model directory that `keras-bert predict / export` and `load` read
+        (`metadata`: provenance recorded beside the task block); returns its path."""
+        if str(filepath).endswith(".keras"):
+            return super().save(filepath, overwrite=overwrite, **kwargs)
+        from keras_bert.tasks.task_dir import write_task_dir
+
+        if os.path.exists(filepath) and not overwrite:
+            raise FileExistsError(f"{filepath} exists (overwrite=False)")
+        return write_task_dir(self.network, self.preprocessor, str(filepath),
+                              self._task_block(), self.labels, metadata).path
+
+    def _task_block(self) -> dict:
+        """The task block the model directory records (written by the config alone)."""
+        return self.config.block(self.kind, self.preprocessor.seq_length,
+                                 None if self.labels is None else len(self.labels))
+
+    def export(self, base_dir: str, **options) -> str:
+        """Writes the next version under `base_dir` for TF Serving from this model as it is
+        in memory (its serving functions, vocabulary and labels), as `keras-bert export`
+        does from its directory; returns the version's path. Options: those of
+        `keras_bert.export.exporter.write_version`."""
+        from keras_bert.export.exporter import write_version
+
+        return write_version(self, base_dir, **options).path
+
+    def _in_precision(self, policy: str):
+        """This model computing in the Keras dtype policy `policy` (itself, or a copy with
+        the same weights)."""
+        from keras_bert.models.encoder import BertEncoder
+
+        if self.network.encoder.dtype_policy.name == policy:
+            return self
+        network = self._build_network(BertEncoder(self.network.encoder.config, dtype=policy),
+                                      self.config, self.labels)
+        network.set_weights(self.network.get_weights())
+        return type(self)(network, self.preprocessor, self.labels, self.config)
+
+
+def _brings_loss(model) -> bool:
+    """Whether `model` computes its own loss (overrides `keras.Model.compute_loss`)."""
+    return type(model).compute_loss is not keras.Model.compute_loss
+

@@ -1,0 +1,356 @@
+"""`TextClassifier` and `TextRegressor`: sentence (pair) models that take raw strings.
+
+    clf = keras_bert.TextClassifier.from_pretrained("models/minilm", labels=["neg", "pos"])
+    clf.fit(texts, labels, epochs=3, validation_data=(dev_texts, dev_labels))
+    clf.evaluate(dev_texts, dev_labels)   # {"accuracy": ..., "majority_baseline": ...}
+    clf.predict(["a fine film"])["label"]  # array(['pos'])
+    clf.save("runs/cls/model"); clf.export("models/cls")   # as keras-bert export
+
+Targets: label names or ids (classifier), numbers (regressor). Sentence pairs: build with
+`pair=True` and pass `(text, text_b)` tuples or `(texts, texts_b)`. Files (`keras-bert
+finetune --task classify|regress`): CSV, TSV or JSONL rows (`readers.read_examples`),
+featurised by the model's `BertPreprocessor` in the `tf.data` pipeline. A text longer than
+the sequence length is truncated, or read in windows whose logits are aggregated
+(`reading`), in training, `evaluate`, `predict` and the export alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.config import DEFAULT_SEQ_LENGTH, LongTextReading
+from keras_bert.tasks.batches import examples_dataset, featurise_in_chunks
+from keras_bert.tasks.inputs import class_ids, label_names, scores, text_examples
+from keras_bert.tasks.readers import TextExample, read_stdin_examples
+from keras_bert.tasks.serving import (
+    PREDICT_BATCH,
+    ServingModule,
+    no_options,
+    run_in_batches,
+    text_of,
+)
+from keras_bert.tasks.task_model import TextTaskModel
+from keras_bert.tasks.text_classification import metrics, readers
+from keras_bert.tasks.text_classification.config import TextClassificationConfig
+from keras_bert.tasks.text_classification.network import BertClassifier
+from keras_bert.tasks.text_classification.serving import (
+    classification_outputs,
+    regression_outputs,
+    sentence_serving,
+    what_was_read,
+)
+from keras_bert.text.sentence_windows import read_windows
+
+WINDOW_CHUNK = 256  # texts featurised at once when read in windows
+
+
+class SentenceModel(TextTaskModel):
+    """What the classifiers and the regressor share: a `TextClassificationConfig` (or a
+    subclass), rows of text (pairs) with one target each (a label set, multi-label)."""
+
+    config_class = TextClassificationConfig
+    _reader_task = readers.CLASSIFICATION  # how `read_examples` parses the label column
+
+    @property
+    def pair(self) -> bool:
+        """Whether the model reads `(text, text_b)` pairs."""
+        return self.config.pair
+
+    @classmethod
+    def from_pretrained(cls, source: str, labels=None, *, pair: bool = False,
+                        pooling: str = "pooled", dropout: float | None = None,
+                        seq_length: int = DEFAULT_SEQ_LENGTH,
+                        reading: LongTextReading | str = "truncate", rules: str | None = None,
+                        precision: str | None = None, seed: int | None = None,
+                        new_head: bool = False):
+        """A model on the encoder of `source` with a new head (a keras_bert model directory,
+        any checkpoint `keras-bert convert` reads, or a random preset such as
+        `random-tiny`; a fine-tuned model of this kind loads whole). `labels`: the
+        classifier's label names or their count; `pair`: reads `(text, text_b)`;
+        `pooling`: `pooled`, `cls` or `mean`; `seq_length`: the training length;
+        `reading`: texts longer than it are `"truncate"`d or read in `"windows"` (or a
+        `LongTextReading` with the stride, window cap and aggregation); `precision`: the
+        Keras dtype policy of a new head's model (default `auto`: for the hardware,
+        printed; a fine-tuned model loads in its recorded one); `seed`: the new head's
+        initial weights (as `keras-bert finetune --seed`); `new_head`: a new head even on
+        a fine-tuned model of this kind (its encoder only)."""
+        loaded, model_dir = cls._pretrained(source, rules, precision, new_head)
+        if loaded is not None:
+            return loaded
+        vocab = cls._label_vocab(labels)
+        encoder, preprocessor = cls._encoder_and_preprocessor(model_dir, seq_length,
+                                                              precision, seed)
+        reading = LongTextReading.at_length(reading, seq_length)
+        config = cls.config_class(pair=pair, pooling=pooling, dropout=dropout, reading=reading)
+        return cls(cls._build_network(encoder, config, vocab), preprocessor, vocab, config)
+
+    @classmethod
+    def _build_network(cls, encoder, config, labels):
+        """A `BertClassifier` (pooling and dropout from `config`)."""
+        return BertClassifier(encoder, cls._num_outputs(labels), dropout=config.dropout,
+                              pooling=config.pooling)
+
+    @classmethod
+    def _num_outputs(cls, labels) -> int:
+        """The network's output width."""
+        raise NotImplementedError
+
+    @classmethod
+    def _label_vocab(cls, labels):
+        """The label vocabulary from the `labels` argument (None for the regressor)."""
+        raise NotImplementedError
+
+    # ----- data and metrics ---------------------------------------------------------------
+
+    def _targets(self, rows) -> np.ndarray:
+        """The training targets of `rows`."""
+        raise NotImplementedError
+
+    def _task_metrics(self, gold: np.ndarray, logits: np.ndarray, train) -> dict:
+        """The kind's metrics of predicted `logits` against `gold` (`train`: the training
+        rows, for baselines)."""
+        raise NotImplementedError
+
+    def _window_aggregate(self) -> str:
+        """How this kind aggregates its windows' logits (the reading's choice)."""
+        return self.config.reading.aggregate
+
+    def _outputs(self):
+        """The postprocessing of the export's outputs (`serving.py`)."""
+        raise NotImplementedError
+
+    def _stream(self, rows, batch_size, seed=None, drop_remainder=False):
+        """`(features, targets)` batches of `rows` and the examples they hold: one per row,
+        or, read in windows, one per window, each carrying its text's target."""
+        targets = self._targets(rows)
+        reading = self.config.reading
+        if not reading.windowed:
+            return readers.text_dataset(rows, self.preprocessor, targets, batch_size=batch_size,
+                                        shuffle_seed=seed,
+                                        drop_remainder=drop_remainder), len(rows)
+        pair = rows[0].text_b is not None
+
+        def featurise(chunk):
+            texts = [tf.constant([getattr(r, f) for r in chunk], tf.string)
+                     for f in (("text", "text_b") if pair else ("text",))]
+            packed, batch = read_windows(self.preprocessor, reading, *texts)
+            return {**packed, "num_windows": batch.num_windows}
+
+        features = featurise_in_chunks(rows, WINDOW_CHUNK, featurise)
+        text_index = np.repeat(np.arange(len(rows)), features.pop("num_windows"))
+        return examples_dataset(features, np.asarray(targets)[text_index], batch_size,
+                                seed, drop_remainder), len(text_index)
+
+    def _score(self, rows, batch_size, train=None) -> dict:
+        """The kind's metrics on the network's logits: one packed row per text, or, read in
+        windows, the windows' logits aggregated as `predict` and the export aggregate them."""
+        gold = self._targets(rows)
+        if not self.config.reading.windowed:
+            stream, _ = self._stream(rows, batch_size)
+            logits = np.asarray(self.network.predict(stream.map(lambda x, y: x), verbose=0))
+        else:
+            module = ServingModule(self.network, self.preprocessor,
+                                   lambda outputs, _: {"logits": outputs},
+                                   pair=rows[0].text_b is not None,
+                                   reading=self.config.reading,
+                                   aggregate=self._window_aggregate())
+            logits = run_in_batches(module.traced("serving_default"), _requests_of(rows),
+                                    batch_size)["logits"]
+        return self._task_metrics(gold, logits, train)
+
+    def _requests(self, x) -> dict[str, list[str]]:
+        """`text` (and `text_b`) of the texts `x`."""
+        return _requests_of(text_examples(x, self.pair, "x"))
+
+    def _build_serving(self, preprocessor, **options):
+        """The export's functions: the kind's outputs, windows aggregated as it says."""
+        no_options(self, options)
+        names = None if self.labels is None else self.labels.names
+        return sentence_serving(self.network, preprocessor, self.config, self._outputs(),
+                                self._window_aggregate(), names)
+
+    # ----- the job layer ------------------------------------------------------------------
+
+    @classmethod
+    def _for_job(cls, job, train: list):
+        """`keras-bert finetune`'s sentence model: the labels of `train` (the labelled
+        kinds), the job's pair columns, pooling, dropout and long-text reading."""
+        labels = cls._labels_of_rows(train, job.train)
+        model = cls.from_pretrained(
+            job.model, None if labels is None else labels.names,
+            pair=job.text_b_column is not None, pooling=job.pooling, dropout=job.dropout,
+            seq_length=job.seq_length, reading=job.reading, rules=job.rules,
+            precision=job.precision, seed=job.seed, new_head=True)
+        model.config = dataclasses.replace(model.config, text_column=job.text_column,
+                                           text_b_column=job.text_b_column)
+        return model
+
+    @classmethod
+    def _labels_of_rows(cls, rows, source):
+        """The label vocabulary of training rows (None for the regressor)."""
+        return None
+
+    @classmethod
+    def _read_rows(cls, path, job, labels=None) -> list:
+        """`TextExample`s of the file `path` in `job`'s text, text-b and label columns."""
+        return readers.read_examples(path, text_column=job.text_column,
+                                     text_b_column=job.text_b_column,
+                                     label_column=job.label_column, task=cls._reader_task,
+                                     labels=labels)
+
+    def _answers(self, source, batch_size=PREDICT_BATCH, text_column=None,
+                 text_b_column=None) -> list[dict]:
+        """One answer per row of a CSV/TSV/JSONL file (its trained text columns) or stdin
+        line (`text<TAB>text_b` for pair models), with what was read of it."""
+        if source == "-":
+            rows = read_stdin_examples(self.pair)
+        else:
+            text_b = text_b_column or (self.config.text_b_column if self.pair else None)
+            rows = readers.read_examples(source, text_column=text_column
+                                         or self.config.text_column, text_b_column=text_b,
+                                         label_column=None)
+        if self._serving is None:
+            self._serving = self._serving_functions()
+        out = run_in_batches(self._serving.text_function(), _requests_of(rows), batch_size)
+        return [{**self._answer(out, i), **what_was_read(out, i)} for i in range(len(rows))]
+
+    def _answer(self, outputs: dict, row: int) -> dict:
+        """The JSON answer of row `row` of the export's outputs."""
+        raise NotImplementedError
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class TextClassifier(SentenceModel):
+    """Sentence (pair) classification from raw strings; targets are label names or ids.
+
+    `predict` gives `label` (names), `label_id`, `probabilities` and `logits`;
+    `evaluate` gives `accuracy` and `majority_baseline`.
+    """
+
+    kind = "classify"
+    labelled = True
+
+    @classmethod
+    def _label_vocab(cls, labels):
+        """Label names (a list) or a number of classes (names "0", "1", ...)."""
+        if labels is None:
+            raise ValueError("a TextClassifier needs labels=: the label names, or their count")
+        return label_names(labels)
+
+    @classmethod
+    def _labels_of_rows(cls, rows, source):
+        """The sorted label set of the training rows: at least two classes."""
+        labels = readers.label_vocab_of(rows)
+        if len(labels) < 2:
+            raise ValueError(f"{source}: every row has the label {labels.names[0]!r}; a "
+                             "classifier needs examples of at least two classes, this file "
+                             "has one class")
+        return labels
+
+    @classmethod
+    def _num_outputs(cls, labels) -> int:
+        """One logit per class."""
+        return len(labels)
+
+    def _default_loss(self):
+        """Cross-entropy on logits; accuracy."""
+        return (keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                [keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
+
+    def _rows(self, x, y) -> list[TextExample]:
+        """The rows of `x`, labelled with the names of `y`."""
+        examples = text_examples(x, self.pair)
+        ids = class_ids(y, self.labels, len(examples))
+        return [dataclasses.replace(ex, label=self.labels.name(int(i)))
+                for ex, i in zip(examples, ids, strict=True)]
+
+    def _targets(self, rows) -> np.ndarray:
+        """int32 class ids."""
+        return readers.encode_labels(rows, self.labels)
+
+    def _task_metrics(self, gold, logits, train=None) -> dict:
+        """`accuracy`, and `majority_baseline`: the accuracy of always answering the most
+        frequent gold label (what a model that learned nothing about the text scores)."""
+        majority = float(np.bincount(gold).max() / len(gold)) if len(gold) else float("nan")
+        return {"accuracy": metrics.accuracy(gold, np.argmax(logits, axis=-1)),
+                "majority_baseline": majority}
+
+    def _outputs(self):
+        """`logits`, `probabilities`, `label_id`, `label`."""
+        return classification_outputs(list(self.labels.names))
+
+    def _answer(self, outputs, row) -> dict:
+        """`{"label", "probabilities"}`."""
+        return {"label": text_of(outputs["label"][row]),
+                "probabilities": [float(p) for p in outputs["probabilities"][row]]}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class TextRegressor(SentenceModel):
+    """Sentence (pair) regression from raw strings (one score per text).
+
+    `predict` gives `score`; `evaluate` gives `pearson`, `spearman` and `mse`.
+    """
+
+    kind = "regress"
+    _reader_task = readers.REGRESSION
+
+    @classmethod
+    def _label_vocab(cls, labels):
+        """A regressor has no labels."""
+        if labels is not None:
+            raise ValueError("a TextRegressor has no labels")
+        return None
+
+    @classmethod
+    def _num_outputs(cls, labels) -> int:
+        """One score."""
+        return 1
+
+    def _default_loss(self):
+        """Mean squared error."""
+        return keras.losses.MeanSquaredError(), None
+
+    def _rows(self, x, y) -> list[TextExample]:
+        """The rows of `x` with the numbers of `y`."""
+        examples = text_examples(x, self.pair)
+        values = scores(y, len(examples))
+        return [dataclasses.replace(ex, label=float(v))
+                for ex, v in zip(examples, values, strict=True)]
+
+    def _targets(self, rows) -> np.ndarray:
+        """float32 targets."""
+        return readers.regression_targets(rows)
+
+    def _task_metrics(self, gold, logits, train=None) -> dict:
+        """`pearson`, `spearman`, `mse`."""
+        gold = gold.astype(np.float64)
+        predicted = np.asarray(logits, np.float64).reshape(-1)
+        return {"pearson": metrics.pearson(gold, predicted),
+                "spearman": metrics.spearman(gold, predicted),
+                "mse": float(np.mean((gold - predicted) ** 2))}
+
+    def _window_aggregate(self) -> str:
+        """A score is the mean of its windows' scores."""
+        return "mean"
+
+    def _outputs(self):
+        """`score` (windows: their mean)."""
+        return regression_outputs()
+
+    def _answer(self, outputs, row) -> dict:
+        """`{"score"}`."""
+        return {"score": float(outputs["score"][row])}
+
+
+def _requests_of(rows) -> dict[str, list[str]]:
+    """The `serving_default` inputs of `TextExample`s."""
+    requests = {"text": [ex.text for ex in rows]}
+    if rows and rows[0].text_b is not None:
+        requests["text_b"] = [ex.text_b for ex in rows]
+    return requests
+
