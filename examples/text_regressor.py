@@ -32,7 +32,7 @@ import json
 import os
 
 import numpy as np
-from _shared import add_minilm_argument, minilm_source, save_reload_export, write_answers
+from _shared import PRECISION, add_minilm_argument, minilm_source, save_reload_export, write_answers
 
 import keras_bert
 
@@ -85,7 +85,8 @@ def main(argv=None) -> dict:
     print(f"{len(rows)} dated sentences; training on {len(train)}, holding out {len(held_out)}")
 
     model = keras_bert.TextRegressor.from_pretrained(
-        minilm_source(args.minilm), pooling="mean", seq_length=args.seq_length, seed=12345)
+        minilm_source(args.minilm), pooling="mean", seq_length=args.seq_length, seed=12345,
+        precision=PRECISION)
     model.fit(texts, to_target(years), epochs=args.epochs, batch_size=32, seed=12345,
               verbose=args.verbose)
     scores = model.evaluate(test_texts, to_target(test_years))

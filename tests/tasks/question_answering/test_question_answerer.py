@@ -140,6 +140,7 @@ def _favour_span(qa, inputs, start: int, end: int) -> None:
         [solution[:-1].astype(np.float32), solution[-1].astype(np.float32)])
 
 
+@pytest.mark.slow  # 32 s a case on 2 cores (Intel Xeon, 2026-11-27): in --full and CI
 @pytest.mark.parametrize("limit", [None, 10], ids=["default-30", "set-10"])
 def test_predict_and_export_answer_at_most_max_answer_length_tokens(model_dir, tmp_path,
                                                                     limit):
