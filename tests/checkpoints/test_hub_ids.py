@@ -2,7 +2,7 @@
 against small servers on 127.0.0.1 (`tests/support/hub_servers.py`) that serve the installed
 all-MiniLM-L6-v2 files: `huggingface_hub` downloads them from `HF_ENDPOINT` and reads its
 cache under `HF_HUB_OFFLINE=1` with the server stopped; `kagglehub` downloads them through
-its endpoint (`KAGGLE_API_ENVIRONMENT`, via `HTTP_PROXY`) and reads its cache offline.
+its endpoint (`KAGGLE_API_ENVIRONMENT`, reached via `HTTP_PROXY`) and reads its cache offline.
 
 `huggingface_hub` reads its environment once, when it is imported, so its runs are
 subprocesses started with that environment (as a user's process would be); the ones that
@@ -13,6 +13,7 @@ reads its environment on each call: its tests run in this process.
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import subprocess
 import sys
@@ -173,6 +174,33 @@ def test_huggingface_failures_name_their_fix(repository, tmp_path):
                            "HF_ENDPOINT")
 
 
+def test_sharded_safetensors_by_hub_id_read_through_the_caches_links(tmp_path):
+    """`huggingface_hub`'s cache keeps a snapshot's files as links into the repository's
+    `blobs/`; the shards of a sharded checkpoint are read through them (and only they and
+    the index are fetched)."""
+    from safetensors.numpy import save_file
+
+    from keras_bert.checkpoints.huggingface import read_weights
+
+    require("huggingface_hub")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shards = {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}
+    save_file({"a": np.arange(3, dtype=np.float32)}, str(repo / shards["a"]))
+    save_file({"b": np.ones((2, 2), np.float32)}, str(repo / shards["b"]))
+    (repo / "model.safetensors.index.json").write_text(json.dumps({"weight_map": shards}))
+    (repo / "config.json").write_text("{}")
+    (repo / "pytorch_model.bin").write_bytes(b"unread")
+    with HubServer("org/sharded", folder_files(str(repo))) as server:
+        (line,) = _resolve(_hf_env(tmp_path, server.url), "hf://org/sharded")
+    assert server.downloads() == {"config.json", "model.safetensors.index.json", *shards.values()}
+    path = line.removeprefix("OK ")
+    assert os.path.islink(os.path.join(path, shards["a"]))  # the cache's link into blobs/
+    state = read_weights(path)
+    np.testing.assert_array_equal(state["a"], np.arange(3, dtype=np.float32))
+    np.testing.assert_array_equal(state["b"], np.ones((2, 2), np.float32))
+
+
 def test_the_command_line_prints_one_line(repository, tmp_path):
     """`keras-bert convert` with an id the Hub does not know: one line, exit status 2."""
     with HubServer(REPO, repository) as server:
@@ -191,11 +219,12 @@ def test_the_command_line_prints_one_line(repository, tmp_path):
 
 @pytest.fixture
 def kaggle_env(monkeypatch, tmp_path):
-    """kagglehub's environment: its cache under tmp_path, Kaggle's test endpoint
-    (http://localhost:7777) reached through `HTTP_PROXY` (set by the test), no credentials."""
+    """kagglehub's environment: its cache under tmp_path, Kaggle's local endpoint
+    (http://localhost; `TEST` would print every response body) reached through `HTTP_PROXY`
+    (set by the test), no credentials."""
     require("kagglehub")
     monkeypatch.setenv("KAGGLEHUB_CACHE", str(tmp_path / "kagglehub"))
-    monkeypatch.setenv("KAGGLE_API_ENVIRONMENT", "TEST")
+    monkeypatch.setenv("KAGGLE_API_ENVIRONMENT", "LOCALHOST")
     monkeypatch.setenv("KAGGLE_CONFIG_DIR", str(tmp_path / "no-credentials"))
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kaggle token either
     for name in ("NO_PROXY", "no_proxy", "KAGGLE_API_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY",

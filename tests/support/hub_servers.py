@@ -11,7 +11,7 @@ repository path -> local file) and records the requests it answered.
 - `KaggleServer`: Kaggle's model API as `kagglesdk` posts to it
   (`/api/v1/models.ModelApiService/{GetModelInstance, ListModelInstanceVersionFiles,
   DownloadModelInstanceVersion}`). `kagglesdk` reaches a fixed address per
-  `KAGGLE_API_ENVIRONMENT` (`TEST`: http://localhost:7777); `requests` sends its calls
+  `KAGGLE_API_ENVIRONMENT` (`LOCALHOST`: http://localhost); `requests` sends its calls
   through `HTTP_PROXY`, which points here, so the test needs no fixed port.
 """
 
@@ -160,7 +160,7 @@ class _KaggleHandler(_Handler):
 
     def do_POST(self):
         server = self.owner
-        # Through a proxy the request line holds the whole URL (http://localhost:7777/api/...).
+        # Through a proxy the request line holds the whole URL (http://localhost/api/...).
         path = urllib.parse.urlsplit(self.path).path
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         framework = str(body.get("framework", "")).removeprefix("MODEL_FRAMEWORK_")  # an enum
