@@ -235,6 +235,9 @@ def kaggle_env(monkeypatch, tmp_path):
 
 def test_kaggle_downloads_once_then_reads_its_cache(kaggle_env, repository):
     from keras_bert.checkpoints.conversion import checkpoint_vocab
+    from keras_bert.jobs.finetune import FinetuneJob
+    from keras_bert.jobs.options import with_fetched_checkpoint
+    from keras_bert.jobs.pretrain import PretrainJob
 
     source = f"kaggle://{KAGGLE_HANDLE}"
     files = {k: v for k, v in repository.items() if k not in UNREAD}
@@ -255,6 +258,13 @@ def test_kaggle_downloads_once_then_reads_its_cache(kaggle_env, repository):
     for name, original in files.items():  # the very bytes served
         assert filecmp.cmp(os.path.join(path, name), original, shallow=False), name
     assert checkpoint_vocab(f"{source}/3") == (os.path.join(path, "vocab.txt"), True)
+    # The jobs (`finetune --model`, `pretrain --init`) fetch once and keep the fetched path.
+    finetune = FinetuneJob(task="classify", model=f"{source}/3", train="t.csv", out="o")
+    pretrain = PretrainJob(out="o", init=f"{source}/3")
+    for job, field in ((finetune, "model"), (pretrain, "init")):
+        fetched = with_fetched_checkpoint(job, field)
+        assert getattr(fetched, field) == path
+        assert fetched.precision_note == job.precision_note  # what `auto` resolved to
 
 
 # ----- the MiniLM by hf:// id: from_pretrained, fit, export; online once, then offline -------
