@@ -143,7 +143,7 @@ def main(argv=None) -> dict:
 
     train_snippets, held_snippets = split(load_reviews(find_wheel()))
     if args.quick:
-        source = "tiny"
+        source = "random-tiny"
     else:
         from _shared import minilm_model_dir
         source = minilm_model_dir().path

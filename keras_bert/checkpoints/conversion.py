@@ -1,6 +1,7 @@
 """Converts BERT checkpoint directories: Google TF1, Hugging Face, keras-hub presets or keras_bert
 in; a keras_bert model directory, Google's layout, Hugging Face's or a keras-hub preset out.
-Each layout is a `CheckpointFormat` (`formats.py`); these functions dispatch on them."""
+Each layout is a `CheckpointFormat` (`formats.py`); these functions dispatch on them. A source
+may be a hub id (`hf://...`, `kaggle://...`: `hub_ids.local_checkpoint` fetches it)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from keras_bert.checkpoints.formats import (
     detect_format,
     infer_lower_case,
 )
+from keras_bert.checkpoints.hub_ids import local_checkpoint
 from keras_bert.checkpoints.model_dir import ModelDir, save_model_dir
 
 __all__ = ["checkpoint_rules", "checkpoint_vocab", "convert", "detect_format",
@@ -20,6 +22,7 @@ __all__ = ["checkpoint_rules", "checkpoint_vocab", "convert", "detect_format",
 
 def checkpoint_vocab(src: str) -> tuple[str, bool]:
     """`(vocab file, lower_case)` of checkpoint directory `src` (any supported format)."""
+    src = local_checkpoint(src)
     return detect_format(src).vocab(src)
 
 
@@ -27,6 +30,7 @@ def checkpoint_rules(src: str) -> str:
     """The tokenizer rules of checkpoint directory `src`: a keras_bert directory's own,
     `google` for Google's release layout, `huggingface` for a Hugging Face one and for a
     keras-hub preset (see `keras_hub.RULES`)."""
+    src = local_checkpoint(src)
     return detect_format(src).rules(src)
 
 
@@ -36,6 +40,7 @@ def read_checkpoint(src: str, lower_case: bool | None = None):
     Returns `(encoder, vocab_file, lower_case, format name)`; `lower_case` overrides the
     casing read from a keras_bert directory or inferred from a Google/HF one.
     """
+    src = local_checkpoint(src)
     fmt = detect_format(src)
     vocab_file, found_lower_case = fmt.vocab(src)
     lower_case = found_lower_case if lower_case is None else lower_case
@@ -51,6 +56,7 @@ def convert(src: str, dest: str, lower_case: bool | None = None,
     directory, or pretraining heads; `pair`: its sequence classifier reads text pairs)
     unless `encoder_only`: see `keras_bert.checkpoints.hf_task_heads`. A Google release
     keeps its `cls/` pretraining heads the same way."""
+    src = local_checkpoint(src)
     fmt = detect_format(src)
     if pair and not fmt.task_heads:
         raise ValueError(f"pairs (--pair) are read by sequence classifiers; {src} is "
@@ -76,6 +82,7 @@ def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = Non
 
     `dest` must be empty, missing, or already a directory of that format.
     """
+    src = local_checkpoint(src)
     target = checkpoint_format(to)
     if not target.writable:
         raise ValueError(f"Unknown checkpoint layout {to!r}: expected one of {sorted(WRITABLE)}")

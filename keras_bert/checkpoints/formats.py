@@ -248,5 +248,9 @@ def load_pretrainer(path: str, dtype=None, **kwargs):
     their pretraining heads (absent heads keep their initial values, with a warning); so does
     a keras_bert model directory with `pretraining_heads.weights.h5` (written by `convert`
     from such a directory, and by `pretrain`); one without, or a keras-hub preset, gets
-    fresh heads. `kwargs` go to `BertPretrainer` (e.g. `nsp_loss_weight`)."""
+    fresh heads. `kwargs` go to `BertPretrainer` (e.g. `nsp_loss_weight`). `path` may be a
+    hub id (`hub_ids.local_checkpoint`)."""
+    from keras_bert.checkpoints.hub_ids import local_checkpoint
+
+    path = local_checkpoint(path)
     return detect_format(path).load_pretrainer(path, dtype=dtype, **kwargs)

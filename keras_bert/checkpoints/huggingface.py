@@ -75,6 +75,8 @@ def shard_files(index_path: str) -> list[str]:
 
     Each must be a plain file name beside the index: a name that leaves the model directory
     (`../x`, `/etc/x`, `sub/../../x`, a link to elsewhere) is refused with a `ValueError`.
+    In Hugging Face's cache a snapshot's files are links into its repository's `blobs/`
+    (`hub_ids` reads `hf://` ids there): a shard beside the index may link there.
     """
     with open(index_path, encoding="utf-8") as f:
         try:
@@ -84,13 +86,19 @@ def shard_files(index_path: str) -> list[str]:
     if not isinstance(weight_map, dict):
         raise ValueError(f"{index_path}: weight_map is not an object")
     directory = os.path.realpath(os.path.dirname(index_path))
+    repository = os.path.dirname(os.path.dirname(directory))  # REPO/snapshots/COMMIT
+    blobs = (os.path.join(repository, "blobs")
+             if os.path.basename(os.path.dirname(directory)) == "snapshots" else None)
     shards = []
     for name in sorted({str(v) for v in weight_map.values()}):
-        path = os.path.realpath(os.path.join(directory, name))
-        if os.path.isabs(name) or os.path.dirname(path) != directory:
+        beside = os.path.normpath(os.path.join(directory, name))
+        path = os.path.realpath(beside)
+        cached = blobs is not None and os.path.dirname(beside) == directory and (
+            os.path.dirname(path) == blobs)
+        if os.path.isabs(name) or (os.path.dirname(path) != directory and not cached):
             raise ValueError(f"{index_path}: the shard {name!r} is outside the model "
                              f"directory {directory}; refusing to read it")
-        shards.append(path)
+        shards.append(beside if cached else path)  # a blob's name has no file type
     return shards
 
 

@@ -20,8 +20,11 @@ def register(subparsers) -> None:
                     "bert_model.ckpt.*), a Hugging Face one (config.json, vocab.txt, "
                     "model.safetensors), a keras-hub BERT preset (config.json, "
                     "model.weights.h5, tokenizer.json, metadata.json) or a keras_bert model "
-                    "directory, and writes DEST in the format given by --to.")
-    p.add_argument("src", help="checkpoint directory")
+                    "directory, local or by hub id (hf://ORG/NAME[@REVISION] through "
+                    "huggingface_hub, kaggle://OWNER/MODEL/FRAMEWORK/VARIATION[/VERSION] "
+                    "through kagglehub: pip install 'keras-bert-tf[hub]'), and writes DEST in "
+                    "the format given by --to.")
+    p.add_argument("src", help="checkpoint directory or hub id (hf://..., kaggle://...)")
     p.add_argument("dest", help="directory to write")
     p.add_argument("--to", choices=FORMATS, default="keras_bert",
                    type=lambda s: "keras-hub" if s == "keras_hub" else s,

@@ -29,7 +29,7 @@ from keras_bert.config import (
     LongTextReading,
     default_doc_stride,
 )
-from keras_bert.jobs.options import option
+from keras_bert.jobs.options import option, with_fetched_checkpoint
 from keras_bert.tasks.registry import FINETUNE_KINDS, task_class
 from keras_bert.training.precision import (
     PRECISION_CHOICES,
@@ -47,8 +47,11 @@ class FinetuneJob:
     """Everything a fine-tuning run needs (BERT's fine-tuning defaults)."""
 
     task: str = option(help="the task kind", choices=FINETUNE_KINDS)
-    model: str = option(help="keras_bert model directory to start from (`convert`, "
-                             "`pretrain`)")
+    model: str = option(help="the model to start from: a keras_bert model directory "
+                             "(`convert`, `pretrain`), any checkpoint `convert` reads, a hub "
+                             "id (hf://ORG/NAME[@REVISION], kaggle://OWNER/MODEL/FRAMEWORK/"
+                             "VARIATION[/VERSION]) or random-NAME: random weights of preset "
+                             "size NAME (random-tiny ... random-large)")
     train: str = option(help="training file: CSV, TSV or JSONL (classify, multilabel, "
                              "regress), CoNLL (tag), SQuAD JSON (squad)")
     out: str = option(help="output directory")
@@ -155,6 +158,7 @@ def run_finetuning(job: FinetuneJob) -> dict:
     from keras_bert.training.resume import HistoryFile, job_arguments
 
     start = time.perf_counter()
+    job = with_fetched_checkpoint(job, "model")
     os.makedirs(job.out, exist_ok=True)
     checkpoint = ResumableCheckpoint(
         os.path.join(job.out, "checkpoints"), every_steps=job.checkpoint_steps,

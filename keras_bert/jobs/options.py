@@ -16,3 +16,17 @@ def option(default=dataclasses.MISSING, help: str | None = None, choices=None,
     meta = {"help": help, "choices": choices, "cli": cli, "flag": flag, "nargs": nargs,
             "metavar": metavar, "group": group}
     return dataclasses.field(default=default, metadata=meta, **kwargs)
+
+
+def with_fetched_checkpoint(job, field: str):
+    """`job` with the hub id in its field `field` (`hf://...`, `kaggle://...`) fetched once
+    (`keras_bert.checkpoints.hub_ids`) and replaced by the local copy's path (a path there
+    names the commit it holds, so a resumed run compares the files it read); its precision
+    note (what `auto` resolved to) kept."""
+    from keras_bert.checkpoints.hub_ids import is_hub_id, local_checkpoint
+
+    if not is_hub_id(getattr(job, field)):
+        return job
+    fetched = dataclasses.replace(job, **{field: local_checkpoint(getattr(job, field))})
+    fetched.precision_note = job.precision_note
+    return fetched

@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING
 
 from keras_bert.config import DEFAULT_SEQ_LENGTH, OPTIMIZERS
-from keras_bert.jobs.options import option
+from keras_bert.jobs.options import option, with_fetched_checkpoint
 from keras_bert.training.precision import (
     AUTO,
     PRECISION_CHOICES,
@@ -55,7 +55,9 @@ class PretrainJob:
                                     "Hugging Face BertForPreTraining / BertForMaskedLM "
                                     "directory or a keras_bert model directory converted from "
                                     "one or written by pretrain (with their MLM / NSP heads; "
-                                    "another keras_bert model directory gets new heads)")
+                                    "another keras_bert model directory gets new heads), or "
+                                    "one of those as a hub id: hf://ORG/NAME[@REVISION], "
+                                    "kaggle://OWNER/MODEL/FRAMEWORK/VARIATION[/VERSION]")
     phase2_from: str | None = option(
         None, "a finished pretrain run's --out directory: continue its model, vocabulary and "
               "optimizer state (moments and step count) under a new warmup + decay schedule "
@@ -232,6 +234,7 @@ def run_pretraining(job: PretrainJob) -> dict:
     from keras_bert.training.checkpointing import ResumableCheckpoint
 
     start = time.perf_counter()
+    job = with_fetched_checkpoint(job, "init")
     os.makedirs(job.out, exist_ok=True)
     # Checkpoints at epoch ends only: the stream's NSP pairs, masks and TFRecord shuffles
     # follow the state of the one iterator that makes them, and `fit_from_step` runs one

@@ -127,15 +127,18 @@ class TextPretrainer(keras.Model):
         """The checkpoint `source` (a keras_bert model directory, Google, Hugging Face or
         keras-hub checkpoint; `keras-bert pretrain --init` reads the same) with its
         pretraining heads where it has them (Google's and Hugging Face's releases, the
-        directories `convert` and `pretrain` write), else fresh ones, and its tokenizer."""
+        directories `convert` and `pretrain` write), else fresh ones, and its tokenizer.
+        `source` may be a hub id (`hf://...`, `kaggle://...`), fetched once."""
         from keras_bert.checkpoints.conversion import checkpoint_rules, checkpoint_vocab
         from keras_bert.checkpoints.formats import load_pretrainer
+        from keras_bert.checkpoints.hub_ids import local_checkpoint
         from keras_bert.text.preprocessor import BertPreprocessor
         from keras_bert.text.tokenizer import BertTokenizer
         from keras_bert.training.precision import training_precision
 
         if seed is not None:
             keras.utils.set_random_seed(int(seed))
+        source = local_checkpoint(source)
         vocab_file, lower_case = checkpoint_vocab(source)
         tokenizer = BertTokenizer(vocab_file, lower_case=lower_case,
                                   rules=rules or checkpoint_rules(source))

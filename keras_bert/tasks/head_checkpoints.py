@@ -26,6 +26,7 @@ import os
 
 from keras_bert.checkpoints import conversion, hf_task_heads
 from keras_bert.checkpoints.formats import HuggingFaceFormat, KerasBertFormat, detect_format
+from keras_bert.checkpoints.hub_ids import local_checkpoint
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
 from keras_bert.config import BertConfig, default_doc_stride
 from keras_bert.tasks.labels import LabelVocab
@@ -40,6 +41,7 @@ def convert(src: str, dest: str, lower_case: bool | None = None, rules: str | No
     """`keras_bert.checkpoints.convert`, except that a Hugging Face task model keeps its
     head (unless `encoder_only`) as the task model of its kind (`pair`: its sequence
     classifier reads text pairs)."""
+    src = local_checkpoint(src)
     fmt = detect_format(src)
     if isinstance(fmt, HuggingFaceFormat) and not encoder_only:
         config = hf_task_heads.read_hf_config(src)
@@ -102,6 +104,7 @@ def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = Non
     """`keras_bert.checkpoints.conversion.write_checkpoint`, except that a task model
     directory goes to Hugging Face (`to="huggingface"`) as the matching `BertFor*` model
     unless `encoder_only`."""
+    src = local_checkpoint(src)
     source = detect_format(src)
     if (to.replace("-", "_") == HuggingFaceFormat.name and not encoder_only
             and isinstance(source, KerasBertFormat)

@@ -108,8 +108,8 @@ class TextTaskModel(keras.Model):
         """`(model, None)` when `source` is a fine-tuned model directory of this kind (loaded
         whole, in its recorded precision unless `precision`; not with `new_head`), else
         `(None, model_dir)`: the `ModelDir` to build a new head on. Sources: a keras_bert
-        model directory, any checkpoint `keras-bert convert` reads, or a random preset
-        (`keras_bert.tasks.sources`)."""
+        model directory, any checkpoint `keras-bert convert` reads (local, or a hub id:
+        `keras_bert.checkpoints.hub_ids`), or `random-NAME` (`keras_bert.tasks.sources`)."""
         from keras_bert.tasks.sources import pretrained_model_dir
         from keras_bert.tasks.task_dir import read_task_dir
         from keras_bert.training.precision import resolve_precision

@@ -48,6 +48,6 @@ def test_jobs_store_the_resolved_precision(tmp_path):
     from keras_bert.jobs.finetune import FinetuneJob
     from keras_bert.jobs.pretrain import PretrainJob
 
-    job = FinetuneJob(task="classify", model="tiny", train="t.csv", out=str(tmp_path))
+    job = FinetuneJob(task="classify", model="random-tiny", train="t.csv", out=str(tmp_path))
     assert job.precision == resolve_precision("auto")
     assert PretrainJob(out=str(tmp_path), strategy="tpu").precision == "mixed_bfloat16"

@@ -55,7 +55,8 @@ class QuestionAnswerer(TextTaskModel):
                         rules: str | None = None, precision: str | None = None,
                         seed: int | None = None, new_head: bool = False):
         """A question answerer on the encoder of `source` (a keras_bert model directory,
-        any checkpoint `keras-bert convert` reads, or a random preset; a fine-tuned one's
+        any checkpoint `keras-bert convert` reads, local or by hub id, or `random-NAME`:
+        random weights of a preset size; a fine-tuned one's
         model directory loads whole). `max_query_length`: question tokens kept (default
         half of `seq_length`, at most 64); `doc_stride`: how far context windows advance
         (default half of `seq_length`, at most 128); `version_2`: a question may have no

@@ -51,7 +51,8 @@ class TextEmbedder(TextTaskModel):
                         reading: LongTextReading | str = "truncate", rules: str | None = None,
                         precision: str | None = None):
         """An embedder on the encoder of `source` (a keras_bert model directory, any
-        checkpoint `keras-bert convert` reads, or a random preset; a model directory saved
+        checkpoint `keras-bert convert` reads, local or by hub id, or `random-NAME`: random
+        weights of a preset size; a model directory saved
         by a `TextEmbedder` loads whole, with its own pooling).
         `pooling`: `mean` (the default: sentence-transformers models such as MiniLM are
         trained for it), `cls`, `pooled` (BERT's pooler; what a plain encoder directory's

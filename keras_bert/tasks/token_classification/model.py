@@ -65,7 +65,8 @@ class TokenClassifier(TextTaskModel):
                         rules: str | None = None, precision: str | None = None,
                         seed: int | None = None, new_head: bool = False):
         """A token classifier on the encoder of `source` with a new head (a keras_bert model
-        directory, any checkpoint `keras-bert convert` reads, or a random preset; a
+        directory, any checkpoint `keras-bert convert` reads, local or by hub id, or
+        `random-NAME`: random weights of a preset size; a
         fine-tuned token classifier's model directory loads whole). `labels`: the tag
         names; `doc_stride`: how far windows over long sentences advance (default half of
         `seq_length`, at most 128); `precision`: as `TextClassifier.from_pretrained`;

@@ -106,7 +106,7 @@ def windowed():
     """A tiny random classifier at sequence length 32 reading in windows (stride 8, at
     most 4 windows a text), with texts of every hard length."""
     reading = LongTextReading("windows", doc_stride=8, max_windows=4, aggregate="mean")
-    model = keras_bert.TextClassifier.from_pretrained("tiny", labels=["a", "b", "c"],
+    model = keras_bert.TextClassifier.from_pretrained("random-tiny", labels=["a", "b", "c"],
                                                       seq_length=32, reading=reading, seed=3,
                                                       precision="float32")
     texts = ["", "the", " ".join(["the"] * 30), " ".join(["the"] * 31),  # 30 fit: 32 - 2
@@ -210,7 +210,7 @@ def test_the_command_line_reads_in_windows_too(tmp_path, capsys):
     with open(data, "w", encoding="utf-8", newline="") as f:
         csv.writer(f).writerows([("text", "label"), *rows])
     out = tmp_path / "run"
-    assert main(["finetune", "--task", "classify", "--model", pretrained_model_dir("tiny"),
+    assert main(["finetune", "--task", "classify", "--model", pretrained_model_dir("random-tiny"),
                  "--train", str(data), "--eval", str(data), "--out", str(out),
                  "--seq-length", "32", "--long-text", "windows", "--doc-stride", "8",
                  "--max-windows", "4", "--window-aggregate", "max", "--epochs", "1",
@@ -241,7 +241,7 @@ def test_embeddings_in_windows_are_the_token_weighted_mean_then_normalized(tmp_p
 
     reading = LongTextReading("windows", doc_stride=8, max_windows=4)
     embedder = keras_bert.TextEmbedder.from_pretrained(
-        "tiny", pooling="mean", normalize=True, seq_length=32, reading=reading,
+        "random-tiny", pooling="mean", normalize=True, seq_length=32, reading=reading,
         precision="float32")
     short, long = "call me ishmael", " ".join(ISHMAEL[:26] + ISHMAEL[:14])
     pieces = embedder.preprocessor.tokenize(tf.constant([long]))[0].numpy()
@@ -255,7 +255,7 @@ def test_embeddings_in_windows_are_the_token_weighted_mean_then_normalized(tmp_p
     assert got["num_windows"].tolist() == [1, 3]
     np.testing.assert_allclose(got["embedding"][1], want / np.linalg.norm(want), atol=1e-6)
     truncating = keras_bert.TextEmbedder.from_pretrained(
-        "tiny", pooling="mean", normalize=True, seq_length=32, precision="float32")
+        "random-tiny", pooling="mean", normalize=True, seq_length=32, precision="float32")
     truncating.network.set_weights(embedder.network.get_weights())
     np.testing.assert_allclose(truncating.predict([short])["embedding"], got["embedding"][:1],
                                atol=1e-6)  # one window: the same vector either way

@@ -166,7 +166,7 @@ def test_scores_name_the_unlearned_labels_and_save_their_thresholds():
     gold_rule, scores = SEPARABLE
     gold = np.stack([np.zeros(16), np.tile([1, 0], 8), gold_rule], axis=1)
     logits = np.stack([np.zeros(16), np.zeros(16), np.log(scores / (1 - scores))], axis=1)
-    model = MultiLabelClassifier.from_pretrained("tiny", labels=["absent", "noise", "rule"],
+    model = MultiLabelClassifier.from_pretrained("random-tiny", labels=["absent", "noise", "rule"],
                                                  seq_length=8, precision="float32")
     result = model._task_metrics(gold, logits)
     assert result["unlearned_labels"] == ["noise"]

@@ -127,11 +127,11 @@ def test_retrieval_scores_paraphrases(embedder):
 @pytest.mark.parametrize("call, error, match", [
     (lambda e: e.fit([("a", "b"), ("c", "d")], [1, 0]), ValueError, "no y"),
     (lambda e: e.fit(["a", "b"]), ValueError, "pair"),
-    (lambda e: TextEmbedder.from_pretrained("tiny", reading="windows", seq_length=16).fit(
+    (lambda e: TextEmbedder.from_pretrained("random-tiny", reading="windows", seq_length=16).fit(
         [("a", "b"), ("c", "d")]), ValueError, "reading='truncate'"),
     (lambda e: e.evaluate([("a", "b"), ("c", "d")], [1, 0]), ValueError, "no y"),
     (lambda e: e.evaluate([("a", "b")]), ValueError, "at least 2 pairs"),
-    (lambda e: TextEmbedder.from_pretrained("tiny", pooling="max"), ValueError,
+    (lambda e: TextEmbedder.from_pretrained("random-tiny", pooling="max"), ValueError,
      "unknown pooling 'max'"),
 ])
 def test_bad_use_gets_one_clear_error(embedder, call, error, match):
