@@ -146,7 +146,7 @@ class ModelGardenFormat(CheckpointFormat):
     """A Model Garden TF2 (object-based) checkpoint of a BERT encoder, with `vocab.txt` (and
     Model Garden's `bert_config.json`) beside it."""
 
-    name, marker, writable = "model_garden", "checkpoint", False
+    name, marker = "model_garden", "checkpoint"
     description = ("a Model Garden TF2 checkpoint (object-based *.index holding an encoder, "
                    "+ vocab.txt)")
 
@@ -159,6 +159,9 @@ class ModelGardenFormat(CheckpointFormat):
 
     def read_encoder(self, path, dtype=None):
         return model_garden.load_checkpoint_dir(path, dtype=dtype)
+
+    def write_encoder(self, encoder, dest, vocab_file, lower_case):
+        return model_garden.save_checkpoint_dir(encoder, dest, vocab_file)
 
 
 class GoogleFormat(CheckpointFormat):

@@ -204,3 +204,89 @@ def load_checkpoint_dir(path: str, dtype=None) -> BertEncoder:
         raise ValueError(f"{path} holds no object-based (TF2) checkpoint of a BERT encoder")
     return load_named_encoder(read_named(prefix), f"checkpoint {prefix}",
                               _config_activation(path), dtype=dtype)
+
+
+# ----- Writing: the object paths of Model Garden's functional BertEncoder -------------------
+
+# Model Garden variable name -> its object path under `encoder/` in a checkpoint of the
+# functional `BertEncoder` (Keras numbers the layers that hold weights in order: the three
+# embeddings, their layer norm, the transformer layers, then the pooler at 4 + layers).
+_BLOCK_PATHS = {
+    "self_attention/query": "_attention_layer/_query_dense",
+    "self_attention/key": "_attention_layer/_key_dense",
+    "self_attention/value": "_attention_layer/_value_dense",
+    "self_attention/attention_output": "_attention_layer/_output_dense",
+    "self_attention_layer_norm": "_attention_layer_norm",
+    "intermediate": "_intermediate_dense",
+    "output": "_output_dense",
+    "output_layer_norm": "_output_layer_norm",
+}
+_EMBEDDING_PATHS = {"word_embeddings/embeddings": "layer_with_weights-0/embeddings",
+                    "position_embedding/embeddings": "layer_with_weights-1/embeddings",
+                    "type_embeddings/embeddings": "layer_with_weights-2/embeddings",
+                    "embeddings/layer_norm/gamma": "layer_with_weights-3/gamma",
+                    "embeddings/layer_norm/beta": "layer_with_weights-3/beta"}
+
+
+def object_path(name: str, num_layers: int) -> str:
+    """The object path (under `encoder/`) of Model Garden variable `name`."""
+    if name in _EMBEDDING_PATHS:
+        return _EMBEDDING_PATHS[name]
+    if name.startswith("pooler_transform/"):
+        return f"layer_with_weights-{4 + num_layers}/{name.rsplit('/', 1)[1]}"
+    m = re.fullmatch(r"transformer/layer_(\d+)/(.+)/(\w+)", name)
+    return f"layer_with_weights-{4 + int(m.group(1))}/{_BLOCK_PATHS[m.group(2)]}/{m.group(3)}"
+
+
+def _split_heads(name: str, value: np.ndarray, config: BertConfig) -> np.ndarray:
+    """Inverse of `_merge_heads` for one canonical variable."""
+    heads, size = config.num_heads, config.head_size
+    if name.endswith("/attention/output/kernel"):
+        return value.reshape(heads, size, -1)
+    if re.search(r"/attention/(query|key|value)/kernel$", name):
+        return value.reshape(value.shape[0], heads, size)
+    if re.search(r"/attention/(query|key|value)/bias$", name):
+        return value.reshape(heads, size)
+    return value
+
+
+def save_checkpoint_dir(encoder: BertEncoder, path: str, vocab_file: str) -> str:
+    """Writes `encoder` as a Model Garden TF2 checkpoint directory: `bert_model.ckpt` (and its
+    `checkpoint` state file; the object graph that `tf.train.Checkpoint(encoder=BertEncoder(...)).restore` matches),
+    Model Garden's `bert_config.json` and `vocab.txt`. Model Garden computes its `gelu` with
+    the tanh approximation, so an encoder with the exact GELU is refused."""
+    config = encoder.config
+    reverse = {v: k for k, v in ACTIVATIONS.items()}
+    if config.hidden_act not in reverse:
+        raise ValueError(f"Model Garden's BertEncoder has no {config.hidden_act!r} activation "
+                         f"(its gelu is the tanh approximation, keras_bert's "
+                         f"gelu_approximate); this encoder cannot be written there unchanged")
+    root = tf.Module()
+    root.encoder = tf.Module()
+    by_canonical = {n: v.numpy() for n, v in encoder_variables(encoder).items()}
+    for rule in ENCODER_TABLE:
+        for canonical in [n for n in by_canonical if rule.to_theirs(n) is not None]:
+            name = rule.to_theirs(canonical)
+            value = _split_heads(canonical, by_canonical.pop(canonical), config)
+            *parents, leaf = object_path(name, config.num_layers).split("/")
+            node = root.encoder
+            for part in parents:
+                if not hasattr(node, part):
+                    setattr(node, part, tf.Module())
+                node = getattr(node, part)
+            setattr(node, leaf, tf.Variable(value, name=name))
+    os.makedirs(path, exist_ok=True)
+    checkpoint = tf.train.Checkpoint(encoder=root.encoder)
+    # Made on first use, and expected by restores that assert every object matched (as
+    # Model Garden's exporter does), since `Checkpoint.save` always writes one.
+    checkpoint.save_counter.assign(1)
+    checkpoint.write(os.path.join(path, "bert_model.ckpt"))
+    with open(os.path.join(path, "checkpoint"), "w", encoding="utf-8") as f:  # for latest_checkpoint
+        f.write('model_checkpoint_path: "bert_model.ckpt"\n'
+                'all_model_checkpoint_paths: "bert_model.ckpt"\n')
+    google_config = config.to_google_dict()
+    google_config["hidden_act"] = reverse[config.hidden_act]
+    with open(os.path.join(path, "bert_config.json"), "w", encoding="utf-8") as f:
+        json.dump(google_config, f, indent=2)
+    tf.io.gfile.copy(vocab_file, os.path.join(path, "vocab.txt"), overwrite=True)
+    return path

@@ -8,7 +8,7 @@ import os
 
 from keras_bert.cli.options import add_rules_argument
 
-FORMATS = ("keras_bert", "google", "huggingface", "keras-hub")
+FORMATS = ("keras_bert", "google", "huggingface", "keras-hub", "model-garden")
 
 
 def register(subparsers) -> None:
