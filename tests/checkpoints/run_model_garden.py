@@ -4,13 +4,19 @@
     python tests/checkpoints/run_model_garden.py CASES.json
 
 `CASES.json`: `{"texts": [...], "cases": [{"dir": D, "vocab": V, "lower_case": bool,
-"with_mlm": bool, "seed": int}]}`. For each case, in `D`: `bert_config.json` (a small BERT, in
-Model Garden's legacy format) and `vocab.txt`; `ckpt/` the object-based TF2 checkpoint of a
-Model Garden `BertEncoder` (or of a `BertPretrainerV2` with its masked LM head) whose every
-variable is drawn at random (layer norms included, so that a misplaced one shows); `hub/` the
-encoder SavedModel that Model Garden's `export_tfhub` writes from it, `preprocess/` its
-preprocessing SavedModel; `reference.npz` the texts tokenized by that preprocessing model and
-the outputs of the encoder SavedModel run by `tf.saved_model.load` here.
+"with_mlm": bool, "seed": int}], "restore": [{"dir": C, "inputs": IN.npz, "outputs": OUT.npz}]}`.
+
+For each case, in `D`: `ckpt/` a Model Garden release directory (`bert_config.json` of a small
+BERT in Model Garden's legacy format, `vocab.txt` and the object-based TF2 checkpoint of a
+`BertEncoder`, or of a `BertPretrainerV2` with its masked LM head) whose every variable is
+drawn at random (layer norms included, so that a misplaced one shows); `hub/` the encoder
+SavedModel that Model Garden's `export_tfhub` writes from it, `preprocess/` its preprocessing
+SavedModel; `reference.npz` the texts tokenized by that preprocessing model and the outputs
+of the encoder SavedModel run by `tf.saved_model.load` here.
+
+Each `restore` job restores the checkpoint directory `C` (`bert_config.json`,
+`bert_model.ckpt`) into Model Garden's `BertEncoder` as its exporter does
+(`assert_existing_objects_matched`) and writes its outputs on the ids of `IN.npz`.
 """
 
 import json
@@ -60,13 +66,13 @@ def _export(case: dict, folder: str, checkpoint: str) -> None:
 def make_case(case: dict, texts: list[str]) -> None:
     tf_keras.backend.clear_session()
     folder = case["dir"]
-    os.makedirs(folder, exist_ok=True)
+    os.makedirs(os.path.join(folder, "ckpt"), exist_ok=True)
     with open(case["vocab"], encoding="utf-8") as f:
         vocab = f.read()
-    case["vocab_in_dir"] = os.path.join(folder, "vocab.txt")
+    case["vocab_in_dir"] = os.path.join(folder, "ckpt", "vocab.txt")
     with open(case["vocab_in_dir"], "w", encoding="utf-8") as f:
         f.write(vocab)
-    case["config_file"] = os.path.join(folder, "bert_config.json")
+    case["config_file"] = os.path.join(folder, "ckpt", "bert_config.json")
     with open(case["config_file"], "w", encoding="utf-8") as f:
         json.dump(dict(CONFIG, vocab_size=len(vocab.splitlines())), f)
     encoder = export_tfhub_lib.get_bert_encoder(
@@ -79,7 +85,7 @@ def make_case(case: dict, texts: list[str]) -> None:
     else:
         model, items = encoder, {"encoder": encoder}
     _randomize(model, case["seed"])
-    checkpoint = tf.train.Checkpoint(**items).save(os.path.join(folder, "ckpt", "model"))
+    checkpoint = tf.train.Checkpoint(**items).save(os.path.join(folder, "ckpt", "bert_model"))
     _export(case, folder, checkpoint)
     preprocess = tf.saved_model.load(os.path.join(folder, "preprocess"))
     hub = tf.saved_model.load(os.path.join(folder, "hub"))
@@ -90,12 +96,27 @@ def make_case(case: dict, texts: list[str]) -> None:
     np.savez(os.path.join(folder, "reference.npz"), **arrays)
 
 
+def restore(job: dict) -> None:
+    tf_keras.backend.clear_session()
+    config = configs.BertConfig.from_json_file(os.path.join(job["dir"], "bert_config.json"))
+    encoder = export_tfhub_lib.get_bert_encoder(config)
+    tf.train.Checkpoint(encoder=encoder).restore(
+        os.path.join(job["dir"], "bert_model.ckpt")).assert_existing_objects_matched()
+    with np.load(job["inputs"]) as data:
+        outputs = encoder({k: data[k] for k in data.files}, training=False)
+    np.savez(job["outputs"], **{k: outputs[k].numpy()
+                                for k in ("sequence_output", "pooled_output")})
+
+
 def main(manifest: str) -> None:
     with open(manifest, encoding="utf-8") as f:
         spec = json.load(f)
-    for case in spec["cases"]:
+    for case in spec.get("cases", []):
         make_case(case, spec["texts"])
-    print(f"made {len(spec['cases'])} cases with tensorflow {tf.__version__}")
+    for job in spec.get("restore", []):
+        restore(job)
+    print(f"made {len(spec.get('cases', []))} cases, restored {len(spec.get('restore', []))} "
+          f"checkpoints with tensorflow {tf.__version__}")
 
 
 if __name__ == "__main__":
