@@ -171,6 +171,27 @@ def load_named_encoder(named: dict[str, np.ndarray], source: str,
     return encoder
 
 
+# Our task head name -> Model Garden's `BertClassifier` head (its default: a dense layer on
+# the encoder's pooled output, after dropout), the classifier's one table.
+CLASSIFIER_HEAD_TABLE = {"head/kernel": "sentence_prediction/logits/kernel",
+                         "head/bias": "sentence_prediction/logits/bias"}
+
+
+def classifier_head(named: dict[str, np.ndarray], source: str) -> dict | None:
+    """The fine-tuned `BertClassifier` head among Model Garden variables `named` (our head
+    names, see `CLASSIFIER_HEAD_TABLE`), None without one."""
+    if CLASSIFIER_HEAD_TABLE["head/kernel"] not in named:
+        return None
+    other = sorted(n for n in named if n.startswith("sentence_prediction/")
+                   and n not in CLASSIFIER_HEAD_TABLE.values())
+    if other:
+        raise ValueError(f"{source}: the classifier head holds {other[0]} (a head with an "
+                         f"inner dense layer, BertClassifier(use_encoder_pooler=False)); "
+                         f"keras_bert's classifiers read the pooler's output: pass "
+                         f"--encoder-only to convert the encoder alone")
+    return {ours: named[theirs] for ours, theirs in CLASSIFIER_HEAD_TABLE.items()}
+
+
 # ----- Model Garden TF2 checkpoints ------------------------------------------------------
 
 
@@ -187,7 +208,7 @@ def checkpoint_prefix(path: str) -> str | None:
         return None
 
 
-def _config_activation(path: str) -> str:
+def config_activation(path: str) -> str:
     """The activation of `bert_config.json` beside a checkpoint, as Model Garden reads it."""
     config_file = os.path.join(path, "bert_config.json")
     if not os.path.exists(config_file):
@@ -206,7 +227,7 @@ def load_checkpoint_dir(path: str, dtype=None) -> BertEncoder:
     if prefix is None:
         raise ValueError(f"{path} holds no object-based (TF2) checkpoint of a BERT encoder")
     return load_named_encoder(read_named(prefix), f"checkpoint {prefix}",
-                              _config_activation(path), dtype=dtype)
+                              config_activation(path), dtype=dtype)
 
 
 # ----- Writing: the object paths of Model Garden's functional BertEncoder -------------------

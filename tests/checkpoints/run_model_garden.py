@@ -14,6 +14,9 @@ SavedModel that Model Garden's `export_tfhub` writes from it, `preprocess/` its 
 SavedModel; `reference.npz` the texts tokenized by that preprocessing model and the outputs
 of the encoder SavedModel run by `tf.saved_model.load` here.
 
+A case with `"classifier": true` also gets `clf/`: the checkpoint of a Model Garden
+`BertClassifier` on its encoder (a random head), and its logits in `clf_reference.npz`.
+
 Each `restore` job restores the checkpoint directory `C` (`bert_config.json`,
 `bert_model.ckpt`) into Model Garden's `BertEncoder` as its exporter does
 (`assert_existing_objects_matched`) and writes its outputs on the ids of `IN.npz`.
@@ -63,6 +66,30 @@ def _export(case: dict, folder: str, checkpoint: str) -> None:
         default_seq_length=SEQ_LENGTH)
 
 
+def _classifier(case: dict, encoder, texts: list[str]) -> None:
+    """A Model Garden `BertClassifier` (3 classes, its default head on the pooled output) on
+    `encoder`, its head drawn at random: its checkpoint in `clf/` as Model Garden's trainer
+    saves one (`model=`), its logits in `clf_reference.npz`."""
+    folder = os.path.join(case["dir"], "clf")
+    os.makedirs(folder, exist_ok=True)
+    for name in ("vocab.txt", "bert_config.json"):
+        with open(os.path.join(case["dir"], "ckpt", name), encoding="utf-8") as f:
+            text = f.read()
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+            f.write(text)
+    classifier = models.BertClassifier(network=encoder, num_classes=3)
+    head = [v for v in classifier.weights if v.name.startswith("sentence_prediction/")]
+    rng = np.random.default_rng(case["seed"] + 100)
+    for v in head:
+        v.assign(0.3 * rng.standard_normal(v.shape).astype(np.float32))
+    tf.train.Checkpoint(model=classifier).save(os.path.join(folder, "bert_model"))
+    preprocess = tf.saved_model.load(os.path.join(case["dir"], "preprocess"))
+    ids = preprocess(tf.constant(texts))
+    logits = classifier([ids["input_word_ids"], ids["input_mask"], ids["input_type_ids"]],
+                        training=False)
+    np.savez(os.path.join(case["dir"], "clf_reference.npz"), logits=logits.numpy())
+
+
 def make_case(case: dict, texts: list[str]) -> None:
     tf_keras.backend.clear_session()
     folder = case["dir"]
@@ -87,6 +114,8 @@ def make_case(case: dict, texts: list[str]) -> None:
     _randomize(model, case["seed"])
     checkpoint = tf.train.Checkpoint(**items).save(os.path.join(folder, "ckpt", "bert_model"))
     _export(case, folder, checkpoint)
+    if case.get("classifier"):
+        _classifier(case, encoder, texts)
     preprocess = tf.saved_model.load(os.path.join(folder, "preprocess"))
     hub = tf.saved_model.load(os.path.join(folder, "hub"))
     inputs = preprocess(tf.constant(texts))

@@ -120,3 +120,46 @@ def test_saved_model_that_is_not_bert_gets_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert "not a BERT encoder" in err and "word_embeddings/embeddings" in err
+
+
+def _classifier_checkpoint(tmp_path, encoder: BertEncoder, head: dict) -> str:
+    """A checkpoint with Model Garden's variable names for `encoder` and a classifier head
+    (`head`: Model Garden name -> array), as a fine-tuned `BertClassifier`'s holds them."""
+    written = model_garden.save_checkpoint_dir(encoder, str(tmp_path / "src"), _vocab(tmp_path))
+    named = model_garden.read_named(os.path.join(written, "bert_model.ckpt"))
+    root = tf.train.Checkpoint()
+    root.model = [tf.Variable(v, name=n) for n, v in {**named, **head}.items()
+                  if n != "save_counter"]
+    clf = tmp_path / "clf"
+    root.write(str(clf / "bert_model.ckpt"))
+    (clf / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    return str(clf)
+
+
+def test_fine_tuned_classifier_keeps_its_head(tmp_path):
+    from keras_bert.tasks.head_checkpoints import convert
+    from keras_bert.tasks.task_model import TextTaskModel
+
+    encoder = _encoder()
+    rng = np.random.default_rng(1)
+    kernel, bias = rng.normal(size=(16, 3)).astype("float32"), rng.normal(size=3).astype("f4")
+    src = _classifier_checkpoint(tmp_path, encoder, {
+        "sentence_prediction/logits/kernel": kernel, "sentence_prediction/logits/bias": bias})
+    model = TextTaskModel.load(convert(src, str(tmp_path / "out")).path)
+    assert list(model.labels.names) == ["LABEL_0", "LABEL_1", "LABEL_2"]
+    ids = {"input_word_ids": np.array([[2, 5, 6, 7, 8, 3]], "int32"),
+           "input_mask": np.ones((1, 6), "int32"), "input_type_ids": np.zeros((1, 6), "int32")}
+    pooled = np.asarray(encoder(ids, training=False)["pooled_output"])
+    np.testing.assert_allclose(np.asarray(model.network(ids, training=False)),
+                               pooled @ kernel + bias, rtol=0, atol=1e-5)
+
+
+def test_classifier_head_with_an_inner_layer_gets_one_line(tmp_path, capsys):
+    src = _classifier_checkpoint(tmp_path, _encoder(), {
+        "sentence_prediction/pooler_dense/kernel": np.zeros((16, 16), "float32"),
+        "sentence_prediction/logits/kernel": np.zeros((16, 3), "float32"),
+        "sentence_prediction/logits/bias": np.zeros(3, "float32")})
+    assert main(["convert", src, str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--encoder-only" in err
+    assert main(["convert", src, str(tmp_path / "out"), "--encoder-only"]) == 0

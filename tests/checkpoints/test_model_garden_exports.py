@@ -41,6 +41,7 @@ IDS = ("input_word_ids", "input_mask", "input_type_ids")
 # Each casing and each head once: every case costs Model Garden two SavedModel exports (~25 s).
 CASES = {"cased-mlm": (False, True), "uncased": (True, False)}
 LAYOUTS = {"hub": "tf_hub", "ckpt": "model_garden"}
+CLASSIFIED = "uncased"  # the case with a fine-tuned Model Garden classifier too
 
 
 def _lines() -> list[str]:
@@ -65,7 +66,7 @@ def made(tmp_path_factory):
         vocabs[lower_case] = str(root / f"vocab-{'uncased' if lower_case else 'cased'}.txt")
         save_vocab(build_vocab(train, 400, lower_case=lower_case), vocabs[lower_case])
     cases = [{"dir": str(root / name), "vocab": vocabs[lower_case], "lower_case": lower_case,
-              "with_mlm": with_mlm, "seed": seed}
+              "with_mlm": with_mlm, "seed": seed, "classifier": name == CLASSIFIED}
              for seed, (name, (lower_case, with_mlm)) in enumerate(CASES.items())]
     written = _written(root, vocabs[False])
     restore = {"dir": written["dir"], "inputs": written["inputs"],
@@ -153,6 +154,25 @@ def test_written_checkpoint_restores_into_model_gardens_encoder(made):
         for key in ("sequence_output", "pooled_output"):
             np.testing.assert_allclose(restored[key], made["written"][key], rtol=0, atol=1e-5,
                                        err_msg=key)
+
+
+def test_model_gardens_fine_tuned_classifier_converts_with_its_head(made, tmp_path):
+    """`BertClassifier`'s checkpoint becomes a text classifier whose logits are Model
+    Garden's (the ids of its preprocessing, within 1e-5), and which answers so from TF
+    Serving's loader too."""
+    from keras_bert.tasks.task_model import TextTaskModel
+
+    model_dir = convert(str(made[CLASSIFIED] / "clf"), str(tmp_path / "clf"))
+    model = TextTaskModel.load(model_dir.path)
+    assert list(model.labels.names) == ["LABEL_0", "LABEL_1", "LABEL_2"]
+    reference = _reference(made, CLASSIFIED)
+    with np.load(made[CLASSIFIED] / "clf_reference.npz") as data:
+        want = data["logits"]
+    logits = model.network({k: reference[k] for k in IDS}, training=False)
+    np.testing.assert_allclose(np.asarray(logits), want, rtol=0, atol=1e-5)
+    served = run_fresh(model.export(str(tmp_path / "export")), "serve_ids",
+                       {k: reference[k] for k in IDS}, tmp_path)
+    np.testing.assert_allclose(served["logits"], want, rtol=0, atol=1e-5)
 
 
 def test_classifier_fine_tuned_from_a_hub_saved_model_answers_in_tf_serving(converted,
