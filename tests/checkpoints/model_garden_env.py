@@ -2,7 +2,7 @@
 and tf-keras), for the tests that make its checkpoints and TF Hub SavedModels
 (`run_model_garden.py`). Made once under `$KERAS_BERT_RUNTIMES` like the TF Serving runtimes
 (`tests/export/runtimes`), pinned by `tf-models-official-2.20.0.txt` beside this file (the set
-uv resolved for it, 126 packages, 3.1 GB: ~18 s to install from a warm uv cache)."""
+uv resolved for it, 128 pinned, 3.1 GB: 40 s to make from a warm uv cache, 2026-11-27)."""
 
 from __future__ import annotations
 
