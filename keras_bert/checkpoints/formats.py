@@ -141,6 +141,18 @@ class TfHubFormat(CheckpointFormat):
     def read_encoder(self, path, dtype=None):
         return tf_hub.load_saved_model_dir(path, dtype=dtype)
 
+    def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
+                           encoder_only=False, pair=False):
+        """An `export_type=model_with_mlm` SavedModel keeps its masked LM head."""
+        named = tf_hub.read_variables(src)
+        if encoder_only or model_garden.MLM_MARKER not in named:
+            return None
+        from keras_bert.checkpoints import heads
+
+        return heads.convert_model_garden_with_heads(
+            named, src, self.name, tf_hub.read_activation(src), dest, vocab_file, lower_case,
+            rules)
+
 
 class ModelGardenFormat(CheckpointFormat):
     """A Model Garden TF2 (object-based) checkpoint of a BERT encoder, with `vocab.txt` (and
@@ -162,6 +174,18 @@ class ModelGardenFormat(CheckpointFormat):
 
     def write_encoder(self, encoder, dest, vocab_file, lower_case):
         return model_garden.save_checkpoint_dir(encoder, dest, vocab_file)
+
+    def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
+                           encoder_only=False, pair=False):
+        """A `BertPretrainerV2` checkpoint keeps its masked LM head."""
+        named = model_garden.read_named(model_garden.checkpoint_prefix(src))
+        if encoder_only or model_garden.MLM_MARKER not in named:
+            return None
+        from keras_bert.checkpoints import heads
+
+        return heads.convert_model_garden_with_heads(
+            named, src, self.name, model_garden.config_activation(src), dest, vocab_file,
+            lower_case, rules)
 
 
 class GoogleFormat(CheckpointFormat):

@@ -59,10 +59,12 @@ ENCODER_TABLE = [
 ]
 
 # Names that are not the encoder's: the masked LM head (`BertPretrainerV2`'s `cls/predictions`,
-# a SavedModel's `mlm` subobject), a classifier's head, the save counter and the SavedModel's
+# a SavedModel's `mlm` subobject: `heads.MODEL_GARDEN_HEAD_TABLE` reads it), a classifier's
+# head (`CLASSIFIER_HEAD_TABLE`), the save counter and the SavedModel's
 # `do_lower_case` (an unnamed `Variable`).
 IGNORED = (r"(^|/)cls/", r"^sentence_prediction/", r"^save_counter$", r"^Variable(_\d+)?$")
 
+MLM_MARKER = "bert/cls/predictions/output_bias/bias"  # a model_with_mlm / pretrainer's head
 OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
 WORD_EMBEDDINGS = "word_embeddings/embeddings"
 # Model Garden's activation names (`tf_utils.get_activation`) -> `BertConfig.hidden_act`.
@@ -117,7 +119,7 @@ def holds_encoder(names) -> bool:
     return WORD_EMBEDDINGS in names and any(n.startswith("transformer/layer_0/") for n in names)
 
 
-def _merge_heads(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def merge_heads(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The einsum attention kernels as dense `[in, out]` kernels (see the module docstring)."""
     out = {}
     for name, value in arrays.items():
@@ -166,7 +168,7 @@ def load_named_encoder(named: dict[str, np.ndarray], source: str,
     config = infer_config({n: np.shape(v) for n, v in named.items()}, hidden_act)
     arrays, _, origin = from_format(ENCODER_TABLE, named, IGNORED)
     encoder = BertEncoder(config, dtype=dtype)
-    assign_checked(encoder_variables(encoder), _merge_heads(arrays), source=source,
+    assign_checked(encoder_variables(encoder), merge_heads(arrays), source=source,
                    origin=origin)
     return encoder
 
@@ -263,7 +265,7 @@ def object_path(name: str, num_layers: int) -> str:
 
 
 def _split_heads(name: str, value: np.ndarray, config: BertConfig) -> np.ndarray:
-    """Inverse of `_merge_heads` for one canonical variable."""
+    """Inverse of `merge_heads` for one canonical variable."""
     heads, size = config.num_heads, config.head_size
     if name.endswith("/attention/output/kernel"):
         return value.reshape(heads, size, -1)

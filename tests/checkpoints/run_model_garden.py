@@ -12,7 +12,8 @@ BERT in Model Garden's legacy format, `vocab.txt` and the object-based TF2 check
 drawn at random (layer norms included, so that a misplaced one shows); `hub/` the encoder
 SavedModel that Model Garden's `export_tfhub` writes from it, `preprocess/` its preprocessing
 SavedModel; `reference.npz` the texts tokenized by that preprocessing model and the outputs
-of the encoder SavedModel run by `tf.saved_model.load` here.
+of the encoder SavedModel run by `tf.saved_model.load` here (with the masked LM head, also
+the logits of its `mlm` subobject at positions 0-4).
 
 A case with `"classifier": true` also gets `clf/`: the checkpoint of a Model Garden
 `BertClassifier` on its encoder (a random head), and its logits in `clf_reference.npz`.
@@ -122,6 +123,10 @@ def make_case(case: dict, texts: list[str]) -> None:
     outputs = hub(inputs, training=False)
     arrays = {k: v.numpy() for k, v in inputs.items()}
     arrays.update({k: outputs[k].numpy() for k in ("sequence_output", "pooled_output")})
+    if case["with_mlm"]:  # the masked LM logits of the SavedModel's `mlm` subobject
+        positions = np.tile(np.arange(5, dtype=np.int32), (len(texts), 1))
+        mlm = hub.mlm(dict(inputs, masked_lm_positions=tf.constant(positions)), training=False)
+        arrays.update(masked_lm_positions=positions, mlm_logits=mlm["mlm_logits"].numpy())
     np.savez(os.path.join(folder, "reference.npz"), **arrays)
 
 

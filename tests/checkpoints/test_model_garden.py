@@ -163,3 +163,27 @@ def test_classifier_head_with_an_inner_layer_gets_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--encoder-only" in err
     assert main(["convert", src, str(tmp_path / "out"), "--encoder-only"]) == 0
+
+
+def test_masked_lm_head_is_kept_unless_encoder_only(tmp_path):
+    import h5py
+
+    from keras_bert.checkpoints.conversion import convert
+
+    rng = np.random.default_rng(2)
+    mlm = {"bert/cls/predictions/transform/dense/kernel": (16, 16), "bert/cls/predictions/"
+           "transform/dense/bias": (16,), "bert/cls/predictions/transform/LayerNorm/gamma": (16,),
+           "bert/cls/predictions/transform/LayerNorm/beta": (16,),
+           "bert/cls/predictions/output_bias/bias": (len(VOCAB),)}
+    mlm = {name: rng.normal(size=shape).astype("float32") for name, shape in mlm.items()}
+    src = _classifier_checkpoint(tmp_path, _encoder(), mlm)  # a pretrainer's, no classifier
+    kept = convert(src, str(tmp_path / "kept"))
+    with h5py.File(os.path.join(kept.path, "pretraining_heads.weights.h5")) as f:
+        np.testing.assert_array_equal(f["mlm/transform/kernel"][()],
+                                      mlm["bert/cls/predictions/transform/dense/kernel"])
+        np.testing.assert_array_equal(f["mlm/output_bias"][()],
+                                      mlm["bert/cls/predictions/output_bias/bias"])
+        assert "nsp" not in f  # Model Garden's pretrainer has none: reported, not invented
+    assert kept.metadata["initialised"] == ["nsp/bias", "nsp/kernel"]
+    alone = convert(src, str(tmp_path / "alone"), encoder_only=True)
+    assert not os.path.exists(os.path.join(alone.path, "pretraining_heads.weights.h5"))

@@ -7,7 +7,7 @@ encoder SavedModels that `official.nlp.tools.export_tfhub_lib` exports from them
 and Kaggle's `tensorflow/bert` hold), the matching preprocessing SavedModels, and the
 encoders' outputs as `tf.saved_model.load` runs them there, on held-out text tokenized by
 that preprocessing. Here each checkpoint and SavedModel is converted and must give those
-outputs within 1e-5; the converted tokenizer must give the same ids; a random encoder written
+outputs within 1e-5 (and the masked LM head its logits); the converted tokenizer must give the same ids; a random encoder written
 as a Model Garden checkpoint here must restore into Model Garden's `BertEncoder` there and
 give our outputs; and a classifier fine-tuned from a converted SavedModel must answer in TF Serving's
 Session loader as in process.
@@ -145,6 +145,20 @@ def test_converted_encoder_answers_as_model_garden(made, converted, name, layout
     for key in ("sequence_output", "pooled_output"):
         np.testing.assert_allclose(np.asarray(outputs[key]), reference[key], rtol=0, atol=1e-5,
                                    err_msg=key)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_masked_lm_head_is_kept(made, converted, layout):
+    """A `model_with_mlm` SavedModel and a `BertPretrainerV2` checkpoint keep their masked LM
+    head: `pretrain --init` continues from the logits Model Garden's `mlm` gives."""
+    from keras_bert.checkpoints.formats import load_pretrainer
+
+    (name,) = [n for n, (_, with_mlm) in CASES.items() if with_mlm]
+    reference = _reference(made, name)
+    pretrainer = load_pretrainer(converted[(name, layout)].path)
+    logits = pretrainer({k: reference[k] for k in (*IDS, "masked_lm_positions")},
+                        training=False)["mlm_logits"]
+    np.testing.assert_allclose(np.asarray(logits), reference["mlm_logits"], rtol=0, atol=1e-5)
 
 
 def test_written_checkpoint_restores_into_model_gardens_encoder(made):

@@ -54,7 +54,7 @@ SHARES: dict[str, Share] = {
     "env:oldest": Share(6, 2, 220),
     # Model Garden's environment (tf-models-official 2.20.0): its checkpoints and TF Hub
     # SavedModels made there, converted and checked (tests/checkpoints/
-    # test_model_garden_exports.py): ~ (139 s alone with the environment made, on a host
+    # test_model_garden_exports.py): ~ (116-139 s alone with the environment made, on a host
     # shared with other runs, 2026-11-27; + 40 s to make it from a warm uv cache). Slot 10,
     # the only one without another environment or another Python's turn.
     "env:tf-models-2.20.0": Share(12, 10, 180),  # tests/test_oldest_supported.py: 220 alone (2026-11-27)
