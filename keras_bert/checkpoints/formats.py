@@ -153,6 +153,10 @@ class TfHubFormat(CheckpointFormat):
             named, src, self.name, tf_hub.read_activation(src), dest, vocab_file, lower_case,
             rules)
 
+    def load_pretrainer(self, path, dtype=None, **kwargs):
+        return _model_garden_pretrainer(tf_hub.read_variables(path), path,
+                                        tf_hub.read_activation(path), dtype, **kwargs)
+
 
 class ModelGardenFormat(CheckpointFormat):
     """A Model Garden TF2 (object-based) checkpoint of a BERT encoder, with `vocab.txt` (and
@@ -186,6 +190,26 @@ class ModelGardenFormat(CheckpointFormat):
         return heads.convert_model_garden_with_heads(
             named, src, self.name, model_garden.config_activation(src), dest, vocab_file,
             lower_case, rules)
+
+    def load_pretrainer(self, path, dtype=None, **kwargs):
+        return _model_garden_pretrainer(
+            model_garden.read_named(model_garden.checkpoint_prefix(path)), path,
+            model_garden.config_activation(path), dtype, **kwargs)
+
+
+def _model_garden_pretrainer(named, path, hidden_act, dtype, **kwargs):
+    """The pretrainer of Model Garden variables `named`: with the masked LM head they hold
+    (the next sentence head fresh, with a warning), else fresh heads."""
+    from keras_bert.checkpoints import heads
+    from keras_bert.models.pretrainer import BertPretrainer
+
+    if model_garden.MLM_MARKER not in named:
+        return BertPretrainer(model_garden.load_named_encoder(named, path, hidden_act,
+                                                              dtype=dtype), **kwargs)
+    pretrainer, report = heads.model_garden_pretrainer(named, path, hidden_act, dtype,
+                                                       **kwargs)
+    heads.warn_initialised(report, path)
+    return pretrainer
 
 
 class GoogleFormat(CheckpointFormat):

@@ -123,7 +123,7 @@ def _assign(pretrainer: BertPretrainer, arrays, ignored, origin, source: str) ->
     return LoadReport(ignored=ignored, initialised=kept)
 
 
-def _warn_initialised(report: LoadReport, path: str) -> None:
+def warn_initialised(report: LoadReport, path: str) -> None:
     if report.initialised:
         groups = sorted({name.split("/")[0] for name in report.initialised})
         warnings.warn(f"{path} has no {' and no '.join(groups)} weights; they keep their "
@@ -152,7 +152,7 @@ def load_google_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:
     """
     config = BertConfig.from_json_file(os.path.join(path, "bert_config.json"))
     pretrainer = BertPretrainer.from_bert_config(config, dtype=dtype, **kwargs)
-    _warn_initialised(load_google_pretrainer_weights(pretrainer, path), path)
+    warn_initialised(load_google_pretrainer_weights(pretrainer, path), path)
     return pretrainer
 
 
@@ -227,7 +227,7 @@ def load_hf_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:
     with open(config_path, encoding="utf-8") as f:
         config = BertConfig.from_hf_dict(json.load(f))
     pretrainer = BertPretrainer.from_bert_config(config, dtype=dtype, **kwargs)
-    _warn_initialised(load_hf_pretrainer_weights(pretrainer, path), path)
+    warn_initialised(load_hf_pretrainer_weights(pretrainer, path), path)
     return pretrainer
 
 
@@ -356,5 +356,5 @@ def load_model_dir_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer
 
     pretrainer = BertPretrainer(load_model_dir(path).load_encoder(dtype=dtype), **kwargs)
     if os.path.exists(os.path.join(path, PRETRAINING_HEADS)):
-        _warn_initialised(load_pretraining_heads(pretrainer, path), path)
+        warn_initialised(load_pretraining_heads(pretrainer, path), path)
     return pretrainer

@@ -169,6 +169,7 @@ def test_masked_lm_head_is_kept_unless_encoder_only(tmp_path):
     import h5py
 
     from keras_bert.checkpoints.conversion import convert
+    from keras_bert.checkpoints.formats import load_pretrainer
 
     rng = np.random.default_rng(2)
     mlm = {"bert/cls/predictions/transform/dense/kernel": (16, 16), "bert/cls/predictions/"
@@ -185,5 +186,9 @@ def test_masked_lm_head_is_kept_unless_encoder_only(tmp_path):
                                       mlm["bert/cls/predictions/output_bias/bias"])
         assert "nsp" not in f  # Model Garden's pretrainer has none: reported, not invented
     assert kept.metadata["initialised"] == ["nsp/bias", "nsp/kernel"]
+    with pytest.warns(UserWarning, match="no nsp weights"):  # read in place, as --init does
+        direct = load_pretrainer(src)
+    np.testing.assert_array_equal(direct.mlm_head.output_bias.numpy(),
+                                  mlm["bert/cls/predictions/output_bias/bias"])
     alone = convert(src, str(tmp_path / "alone"), encoder_only=True)
     assert not os.path.exists(os.path.join(alone.path, "pretraining_heads.weights.h5"))
