@@ -64,7 +64,8 @@ ROTATING_FILES = ("examples/test_examples.py", "examples/test_notebook.py", "tes
                   "test_kaggle_wheelhouse.py", "jobs/test_finetune_resume.py",
                   "jobs/test_pretrain_resume.py", "training/test_accumulation.py",
                   "training/test_static_shapes.py",
-                  "tasks/text_classification/test_long_documents.py")
+                  "tasks/text_classification/test_long_documents.py",
+                  "checkpoints/test_model_garden_exports.py")
 
 
 def test_every_landing_carries_its_shares_and_stays_under_budget(pytester, monkeypatch):
@@ -110,8 +111,8 @@ def test_every_landing_carries_its_shares_and_stays_under_budget(pytester, monke
 
 
 def test_at_most_one_older_environment_per_landing():
-    """A landing builds at most one of the three older environments (TF 2.12.1, the oldest
-    supported versions, TF 2.20.0), with the other shares that need it; TF 2.12.1 (the TF
+    """A landing builds at most one of the environments (TF 2.12.1, the oldest supported
+    versions, TF 2.20.0, Model Garden's tf-models-official 2.20.0), with the other shares that need it; TF 2.12.1 (the TF
     Text of TF Serving 2.13-2.19) in every third."""
     for turn in range(CYCLE):
         envs = [n for n in landing_load(turn)[1] if n.startswith("env:")]

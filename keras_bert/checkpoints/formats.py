@@ -1,5 +1,6 @@
 """Checkpoint layouts as objects, one per layout, in one list (`FORMATS`): a keras_bert model
-directory, Google's TF1 release, a keras-hub preset and a Hugging Face directory. Each says
+directory, a TF Hub / Kaggle BERT SavedModel, a Model Garden TF2 checkpoint, Google's TF1
+release, a keras-hub preset and a Hugging Face directory. Each says
 how to recognise a directory of its layout, read its vocabulary, tokenizer rules and
 encoder, write an encoder in it, and carry its heads (pretraining heads, Hugging Face task
 heads); `conversion.py` and `load_pretrainer` dispatch on them. `detect_format(path)` names
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from keras_bert.checkpoints import google, huggingface, keras_hub
+from keras_bert.checkpoints import google, huggingface, keras_hub, model_garden, tf_hub
 from keras_bert.checkpoints.model_dir import MANIFEST
 
 
@@ -122,6 +123,95 @@ class KerasBertFormat(CheckpointFormat):
         return heads.load_model_dir_pretrainer(path, dtype=dtype, **kwargs)
 
 
+class TfHubFormat(CheckpointFormat):
+    """A TF Hub / Kaggle `tensorflow/bert` encoder SavedModel (`saved_model.pb`,
+    `variables/`, `assets/vocab.txt`), as Model Garden's `export_tfhub` writes it."""
+
+    name, marker, writable = "tf_hub", "saved_model.pb", False
+    description = ("a TF Hub / Kaggle BERT encoder SavedModel (saved_model.pb + variables/ + "
+                   "assets/vocab.txt)")
+
+    def vocab(self, path):
+        return tf_hub.read_vocab(path)
+
+    def rules(self, path):
+        """Google's: the released BERTs these encoders hold were pretrained with them."""
+        return "google"
+
+    def read_encoder(self, path, dtype=None):
+        return tf_hub.load_saved_model_dir(path, dtype=dtype)
+
+    def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
+                           encoder_only=False, pair=False):
+        """An `export_type=model_with_mlm` SavedModel keeps its masked LM head."""
+        named = tf_hub.read_variables(src)
+        if encoder_only or model_garden.MLM_MARKER not in named:
+            return None
+        from keras_bert.checkpoints import heads
+
+        return heads.convert_model_garden_with_heads(
+            named, src, self.name, tf_hub.read_activation(src), dest, vocab_file, lower_case,
+            rules)
+
+    def load_pretrainer(self, path, dtype=None, **kwargs):
+        return _model_garden_pretrainer(tf_hub.read_variables(path), path,
+                                        tf_hub.read_activation(path), dtype, **kwargs)
+
+
+class ModelGardenFormat(CheckpointFormat):
+    """A Model Garden TF2 (object-based) checkpoint of a BERT encoder, with `vocab.txt` (and
+    Model Garden's `bert_config.json`) beside it."""
+
+    name, marker = "model_garden", "checkpoint"
+    description = ("a Model Garden TF2 checkpoint (object-based *.index holding an encoder, "
+                   "+ vocab.txt)")
+
+    def holds(self, path, files):
+        return any(f.endswith(".index") for f in files) \
+            and model_garden.checkpoint_prefix(path) is not None
+
+    def rules(self, path):
+        return "google"
+
+    def read_encoder(self, path, dtype=None):
+        return model_garden.load_checkpoint_dir(path, dtype=dtype)
+
+    def write_encoder(self, encoder, dest, vocab_file, lower_case):
+        return model_garden.save_checkpoint_dir(encoder, dest, vocab_file)
+
+    def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
+                           encoder_only=False, pair=False):
+        """A `BertPretrainerV2` checkpoint keeps its masked LM head."""
+        named = model_garden.read_named(model_garden.checkpoint_prefix(src))
+        if encoder_only or model_garden.MLM_MARKER not in named:
+            return None
+        from keras_bert.checkpoints import heads
+
+        return heads.convert_model_garden_with_heads(
+            named, src, self.name, model_garden.config_activation(src), dest, vocab_file,
+            lower_case, rules)
+
+    def load_pretrainer(self, path, dtype=None, **kwargs):
+        return _model_garden_pretrainer(
+            model_garden.read_named(model_garden.checkpoint_prefix(path)), path,
+            model_garden.config_activation(path), dtype, **kwargs)
+
+
+def _model_garden_pretrainer(named, path, hidden_act, dtype, **kwargs):
+    """The pretrainer of Model Garden variables `named`: with the masked LM head they hold
+    (the next sentence head fresh, with a warning), else fresh heads."""
+    from keras_bert.checkpoints import heads
+    from keras_bert.models.pretrainer import BertPretrainer
+
+    if model_garden.MLM_MARKER not in named:
+        return BertPretrainer(model_garden.load_named_encoder(named, path, hidden_act,
+                                                              dtype=dtype), **kwargs)
+    pretrainer, report = heads.model_garden_pretrainer(named, path, hidden_act, dtype,
+                                                       **kwargs)
+    heads.warn_initialised(report, path)
+    return pretrainer
+
+
 class GoogleFormat(CheckpointFormat):
     """Google's TF1 release: `bert_config.json`, `bert_model.ckpt.*`, `vocab.txt`."""
 
@@ -213,16 +303,17 @@ class HuggingFaceFormat(CheckpointFormat):
         return heads.load_hf_pretrainer(path, dtype=dtype, **kwargs)
 
 
-# Detection order: a keras-hub preset also holds a config.json, so it goes before Hugging
-# Face's.
-FORMATS: tuple[CheckpointFormat, ...] = (KerasBertFormat(), GoogleFormat(), KerasHubFormat(),
-                                         HuggingFaceFormat())
+# Detection order: Model Garden's releases hold a bert_config.json too, so its layout goes
+# before Google's (a TF1 checkpoint has no object graph); a keras-hub preset also holds a
+# config.json, so it goes before Hugging Face's.
+FORMATS: tuple[CheckpointFormat, ...] = (KerasBertFormat(), TfHubFormat(), ModelGardenFormat(),
+                                         GoogleFormat(), KerasHubFormat(), HuggingFaceFormat())
 WRITABLE = tuple(f.name for f in FORMATS if f.writable)
 
 
 def detect_format(path: str) -> CheckpointFormat:
     """The layout of checkpoint directory `path` (a `CheckpointFormat`; `.name` is one of
-    `keras_bert`, `google`, `keras_hub`, `huggingface`)."""
+    `keras_bert`, `tf_hub`, `model_garden`, `google`, `keras_hub`, `huggingface`)."""
     if not os.path.isdir(path):
         raise FileNotFoundError(f"Not a directory: {path}")
     files = set(os.listdir(path))

@@ -1,10 +1,12 @@
-"""BERT's pretraining heads in Google TF1 and Hugging Face checkpoints, with the encoder.
+"""BERT's pretraining heads in Google TF1, Hugging Face and Model Garden checkpoints (and TF
+Hub `model_with_mlm` SavedModels), with the encoder.
 
-Canonical names of the heads (the common language of the two tables below):
+Canonical names of the heads (the common language of the tables below):
 `mlm/transform/{kernel,bias}`, `mlm/layer_norm/{gamma,beta}`, `mlm/output_bias`,
 `nsp/{kernel,bias}` (kernels `[in, out]`). The masked LM output projection is tied to the word
-embeddings and has no variable of its own: Google stores none; Hugging Face's
-`cls.predictions.decoder.weight` is checked to equal the word embeddings.
+embeddings and has no variable of its own: Google and Model Garden store none; Hugging
+Face's `cls.predictions.decoder.weight` is checked to equal the word embeddings. Model
+Garden's pretrainer has no next sentence head.
 
 A whole pretrainer (encoder + heads) is validated in one piece before anything is assigned,
 so a failed load leaves the model untouched. The next sentence head and the pooler may be
@@ -22,7 +24,7 @@ import warnings
 import keras
 import numpy as np
 
-from keras_bert.checkpoints import google, huggingface
+from keras_bert.checkpoints import google, huggingface, model_garden
 from keras_bert.checkpoints.mapping import (
     CheckpointMismatchError,
     Rule,
@@ -56,6 +58,17 @@ HF_HEAD_TABLE = [
     Rule("nsp/bias", "cls.seq_relationship.bias"),
 ]
 
+# Canonical name -> Model Garden's masked LM head (`BertPretrainerV2`'s `MaskedLM`, named
+# under its pretrainer: the `mlm` subobject of an `export_tfhub --export_type model_with_mlm`
+# SavedModel holds the same names). Its decoder is the word embeddings, as here.
+MODEL_GARDEN_HEAD_TABLE = [
+    Rule("mlm/transform/kernel", "bert/cls/predictions/transform/dense/kernel"),
+    Rule("mlm/transform/bias", "bert/cls/predictions/transform/dense/bias"),
+    Rule("mlm/layer_norm/gamma", "bert/cls/predictions/transform/LayerNorm/gamma"),
+    Rule("mlm/layer_norm/beta", "bert/cls/predictions/transform/LayerNorm/beta"),
+    Rule("mlm/output_bias", "bert/cls/predictions/output_bias/bias"),
+]
+
 HF_DECODER_WEIGHT = "cls.predictions.decoder.weight"
 HF_DECODER_BIAS = "cls.predictions.decoder.bias"
 
@@ -65,6 +78,8 @@ HF_DECODER_BIAS = "cls.predictions.decoder.bias"
 GOOGLE_IGNORED = tuple(p for p in google.IGNORED if p != r"^cls/")
 HF_IGNORED = tuple(p for p in huggingface.IGNORED if p != r"^cls\.") + (
     r"^cls\.(?!predictions\.|seq_relationship\.)",)
+
+MODEL_GARDEN_IGNORED = tuple(p for p in model_garden.IGNORED if p != r"(^|/)cls/")
 
 # Groups that may be absent as a whole (left initialised, reported).
 OPTIONAL_GROUPS = ("nsp/", "pooler/")
@@ -108,7 +123,7 @@ def _assign(pretrainer: BertPretrainer, arrays, ignored, origin, source: str) ->
     return LoadReport(ignored=ignored, initialised=kept)
 
 
-def _warn_initialised(report: LoadReport, path: str) -> None:
+def warn_initialised(report: LoadReport, path: str) -> None:
     if report.initialised:
         groups = sorted({name.split("/")[0] for name in report.initialised})
         warnings.warn(f"{path} has no {' and no '.join(groups)} weights; they keep their "
@@ -137,7 +152,7 @@ def load_google_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:
     """
     config = BertConfig.from_json_file(os.path.join(path, "bert_config.json"))
     pretrainer = BertPretrainer.from_bert_config(config, dtype=dtype, **kwargs)
-    _warn_initialised(load_google_pretrainer_weights(pretrainer, path), path)
+    warn_initialised(load_google_pretrainer_weights(pretrainer, path), path)
     return pretrainer
 
 
@@ -212,7 +227,7 @@ def load_hf_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:
     with open(config_path, encoding="utf-8") as f:
         config = BertConfig.from_hf_dict(json.load(f))
     pretrainer = BertPretrainer.from_bert_config(config, dtype=dtype, **kwargs)
-    _warn_initialised(load_hf_pretrainer_weights(pretrainer, path), path)
+    warn_initialised(load_hf_pretrainer_weights(pretrainer, path), path)
     return pretrainer
 
 
@@ -241,6 +256,36 @@ __all__ = ["GOOGLE_HEAD_TABLE", "HF_HEAD_TABLE", "PRETRAINING_HEADS", "LoadRepor
            "load_pretraining_heads", "pretrainer_to_google_heads", "pretrainer_to_hf_state",
            "pretrainer_variables", "save_google_pretrainer", "save_hf_pretrainer",
            "save_pretraining_heads", "convert_google_with_heads", "google_has_heads"]
+
+
+# ----- Model Garden: TF2 checkpoints and TF Hub SavedModels --------------------------------
+
+
+def model_garden_pretrainer(named: dict[str, np.ndarray], source: str, hidden_act: str,
+                            dtype=None, **kwargs) -> tuple[BertPretrainer, LoadReport]:
+    """A `BertPretrainer` of Model Garden variables `named` (by variable name: encoder and
+    masked LM head; it has no next sentence head, which is reported initialised)."""
+    config = model_garden.infer_config({n: np.shape(v) for n, v in named.items()}, hidden_act)
+    pretrainer = BertPretrainer.from_bert_config(config, dtype=dtype, **kwargs)
+    arrays, ignored, origin = from_format(model_garden.ENCODER_TABLE + MODEL_GARDEN_HEAD_TABLE,
+                                          named, MODEL_GARDEN_IGNORED)
+    report = _assign(pretrainer, model_garden.merge_heads(arrays), ignored, origin, source)
+    return pretrainer, report
+
+
+def convert_model_garden_with_heads(named: dict[str, np.ndarray], src: str, format_name: str,
+                                    hidden_act: str, dest: str, vocab_file: str,
+                                    lower_case: bool, rules: str):
+    """Writes Model Garden variables `named` (from `src`, with the masked LM head) as the
+    keras_bert model directory `dest` plus `pretraining_heads.weights.h5`, as
+    `convert_google_with_heads` does; returns the `ModelDir`."""
+    from keras_bert.checkpoints.model_dir import save_model_dir
+
+    pretrainer, report = model_garden_pretrainer(named, f"{format_name} {src}", hidden_act)
+    return save_model_dir(pretrainer.encoder, dest, vocab_file, lower_case, metadata={
+        "converted_from": os.path.abspath(src), "format": format_name,
+        "initialised": report.initialised}, rules=rules, write_extra=lambda directory:
+        save_pretraining_heads(pretrainer, directory, skip=report.initialised))
 
 
 # ----- keras_bert model directories --------------------------------------------------------
@@ -311,5 +356,5 @@ def load_model_dir_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer
 
     pretrainer = BertPretrainer(load_model_dir(path).load_encoder(dtype=dtype), **kwargs)
     if os.path.exists(os.path.join(path, PRETRAINING_HEADS)):
-        _warn_initialised(load_pretraining_heads(pretrainer, path), path)
+        warn_initialised(load_pretraining_heads(pretrainer, path), path)
     return pretrainer

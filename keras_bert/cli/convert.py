@@ -8,7 +8,7 @@ import os
 
 from keras_bert.cli.options import add_rules_argument
 
-FORMATS = ("keras_bert", "google", "huggingface", "keras-hub")
+FORMATS = ("keras_bert", "google", "huggingface", "keras-hub", "model-garden")
 
 
 def register(subparsers) -> None:
@@ -19,7 +19,9 @@ def register(subparsers) -> None:
         description="Reads a Google BERT directory (bert_config.json, vocab.txt, "
                     "bert_model.ckpt.*), a Hugging Face one (config.json, vocab.txt, "
                     "model.safetensors), a keras-hub BERT preset (config.json, "
-                    "model.weights.h5, tokenizer.json, metadata.json) or a keras_bert model "
+                    "model.weights.h5, tokenizer.json, metadata.json), a TF Hub / Kaggle "
+                    "tensorflow/bert encoder SavedModel (saved_model.pb, variables/, "
+                    "assets/vocab.txt), a Model Garden TF2 checkpoint or a keras_bert model "
                     "directory, local or by hub id (hf://ORG/NAME[@REVISION] through "
                     "huggingface_hub, kaggle://OWNER/MODEL/FRAMEWORK/VARIATION[/VERSION] "
                     "through kagglehub: pip install 'keras-bert-tf[hub]'), and writes DEST in "
@@ -32,7 +34,9 @@ def register(subparsers) -> None:
                         "layout (bert_config.json, bert_model.ckpt.*, vocab.txt), Hugging "
                         "Face's (config.json, model.safetensors, vocab.txt, "
                         "tokenizer_config.json) or a keras-hub preset that "
-                        "keras_hub.models.BertBackbone/BertTokenizer.from_preset load")
+                        "keras_hub.models.BertBackbone/BertTokenizer.from_preset load, or "
+                        "Model Garden's TF2 checkpoint (bert_model.ckpt, bert_config.json, "
+                        "vocab.txt) that tf.train.Checkpoint(encoder=BertEncoder(...)) restores")
     case = p.add_mutually_exclusive_group()
     case.add_argument("--lower-case", dest="lower_case", action="store_true", default=None,
                       help="the tokenizer lower-cases (uncased model)")

@@ -25,7 +25,12 @@ from __future__ import annotations
 import os
 
 from keras_bert.checkpoints import conversion, hf_task_heads
-from keras_bert.checkpoints.formats import HuggingFaceFormat, KerasBertFormat, detect_format
+from keras_bert.checkpoints.formats import (
+    HuggingFaceFormat,
+    KerasBertFormat,
+    ModelGardenFormat,
+    detect_format,
+)
 from keras_bert.checkpoints.hub_ids import local_checkpoint
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir
 from keras_bert.config import BertConfig, default_doc_stride
@@ -43,6 +48,13 @@ def convert(src: str, dest: str, lower_case: bool | None = None, rules: str | No
     classifier reads text pairs)."""
     src = local_checkpoint(src)
     fmt = detect_format(src)
+    if isinstance(fmt, ModelGardenFormat) and not encoder_only:
+        vocab_file, found = fmt.vocab(src)
+        converted = convert_model_garden_classifier(
+            src, dest, vocab_file, found if lower_case is None else lower_case,
+            rules or fmt.rules(src), pair)
+        if converted is not None:
+            return converted
     if isinstance(fmt, HuggingFaceFormat) and not encoder_only:
         config = hf_task_heads.read_hf_config(src)
         if hf_task_heads.architecture(config) in hf_task_heads.TASK_ARCHITECTURES:
@@ -97,6 +109,38 @@ def convert_hf_task(src: str, dest: str, vocab_file: str, lower_case: bool, rule
                                                   rules=rules), seq_length=length)
     model = model_class(network, preprocessor, labels, task_config)
     return load_model_dir(model.save(dest, metadata=metadata))
+
+
+def convert_model_garden_classifier(src: str, dest: str, vocab_file: str, lower_case: bool,
+                                    rules: str, pair: bool = False) -> ModelDir | None:
+    """The fine-tuned Model Garden `BertClassifier` checkpoint in `src` as the model
+    directory of a sequence classifier on the pooled output (labels `LABEL_0`...: the
+    checkpoint names none; serving length: the position table's, at most 512); None when
+    the checkpoint holds no classifier head."""
+    from keras_bert.checkpoints import model_garden
+    from keras_bert.checkpoints.mapping import assign_checked
+    from keras_bert.text.preprocessor import BertPreprocessor
+    from keras_bert.text.tokenizer import BertTokenizer
+
+    prefix = model_garden.checkpoint_prefix(src)
+    named = model_garden.read_named(prefix)
+    head = model_garden.classifier_head(named, f"checkpoint {prefix}")
+    if head is None:
+        return None
+    encoder = model_garden.load_named_encoder(named, f"checkpoint {prefix}",
+                                              model_garden.config_activation(src))
+    kind = hf_kind(hf_task_heads.SEQUENCE, "single_label_classification")
+    model_class = kind.model_class()
+    labels = LabelVocab([f"LABEL_{i}" for i in range(head["head/bias"].shape[0])])
+    task_config = model_class.config_class(pair=bool(pair), pooling="pooled")
+    network = model_class._build_network(encoder, task_config, labels)
+    assign_checked(task_head_variables(network), head, source=f"checkpoint {prefix}")
+    length = min(512, encoder.config.max_position_embeddings)
+    preprocessor = BertPreprocessor(BertTokenizer(vocab_file, lower_case=lower_case,
+                                                  rules=rules), seq_length=length)
+    model = model_class(network, preprocessor, labels, task_config)
+    return load_model_dir(model.save(dest, metadata={
+        "converted_from": os.path.abspath(src), "format": ModelGardenFormat.name}))
 
 
 def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = None,

@@ -51,7 +51,13 @@ SHARES: dict[str, Share] = {
     # the fresh-clone slot-7 run of f2b8187, 2026-11-27, the last two took 56 and 87 s:
     # docs/runs/ci-durations-2026-11-27-a94cac3.md)
     "env:tf-2.20.0": Share(6, 1, 345),
-    "env:oldest": Share(6, 2, 220),  # tests/test_oldest_supported.py: 220 alone (2026-11-27)
+    "env:oldest": Share(6, 2, 220),
+    # Model Garden's environment (tf-models-official 2.20.0): its checkpoints and TF Hub
+    # SavedModels made there, converted and checked (tests/checkpoints/
+    # test_model_garden_exports.py): ~ (116-139 s alone with the environment made, on a host
+    # shared with other runs, 2026-11-27; + 40 s to make it from a warm uv cache). Slot 10,
+    # the only one without another environment or another Python's turn.
+    "env:tf-models-2.20.0": Share(12, 10, 180),  # tests/test_oldest_supported.py: 220 alone (2026-11-27)
     # Real processes and the examples without learning checks, once in six landings.
     "example:export_and_serve": Share(6, 0, 44),
     "kill:finetune-twice": Share(6, 1, 88),
@@ -86,9 +92,10 @@ SHARES: dict[str, Share] = {
     "example:multilabel": Share(12, 10, 217),
     "bench:tokenizer_speed.py": Share(12, 10, 30),  # ~
     "bench:preprocessing_cost.py": Share(12, 10, 33),
-    "bench:finetune_step.py": Share(12, 10, 52),
+    "bench:finetune_step.py": Share(12, 1, 52),  # slot 10 carries Model Garden's environment
     "bench:client_codec.py": Share(12, 1, 15),  # ~ (9 s alone, 2026-11-27)
-    "bench:long_documents.py": Share(12, 10, 40),  # ~ (~25 s alone, 2026-11-27)
+    # ~ (~25 s alone, 2026-11-27); slot 10 carries Model Garden's environment
+    "bench:long_documents.py": Share(12, 8, 40),
     "readme:convert_pretrain": Share(12, 11, 390),
 }
 
@@ -103,6 +110,9 @@ SHARE_PYTHONS: dict[str, tuple[tuple[str, ...], str]] = {
     "env:tf-2.20.0": (("3.11",), "the Kaggle wheelhouse is built for the image's CPython 3.11; "
                                  "the TF 2.20.0 runtime's pins start at Python 3.11 (Keras "
                                  "3.15.1, NumPy 2.4.6) and TF Text 2.20.0 has no wheel for 3.13"),
+    "env:tf-models-2.20.0": (("3.11",), "tests/checkpoints/tf-models-official-2.20.0.txt is "
+                                        "the set uv resolved on Python 3.11 (NumPy 2.4.6 "
+                                        "starts at 3.11); it is not resolved for the others"),
     "env:oldest": (("3.11",), "constraints-oldest.txt: TF Text 2.16.1 and Matplotlib 3.7.0 have "
                               "no wheels past Python 3.11, the pinned Hypothesis none before it"),
 }
