@@ -147,7 +147,12 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab: str | Sequence[str], 
 
 
 def load_model_dir(path: str) -> ModelDir:
-    """Reads a keras_bert model directory (see `save_model_dir`)."""
+    """Reads a keras_bert model directory (see `save_model_dir`), local or by hub id
+    (`hub_ids.local_checkpoint`: a fine-tuned or converted directory kept on a hub is read
+    by `load`, `predict`, `encode` and `export` as a local one)."""
+    from keras_bert.checkpoints.hub_ids import local_checkpoint
+
+    path = local_checkpoint(path)
     manifest_path = os.path.join(path, MANIFEST)
     if not os.path.exists(manifest_path):
         raise FileNotFoundError(

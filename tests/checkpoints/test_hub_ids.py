@@ -214,6 +214,27 @@ def test_the_command_line_prints_one_line(repository, tmp_path):
         "(check the id; a private one needs HF_TOKEN)"]
 
 
+def test_a_model_directory_by_hub_id_serves_every_command(model_dir, tmp_path):
+    """A keras_bert model directory kept on the Hub (as a user shares a fine-tuned one):
+    `keras-bert encode hf://...` fetches it whole through `huggingface_hub` and answers as
+    the local directory does, to the last bit."""
+    require("huggingface_hub")
+    text = "the whale\nthe sea and the ship\n"
+
+    def encode(source, env):
+        result = subprocess.run([sys.executable, "-m", "keras_bert.cli", "encode", source,
+                                 "--seq-length", "16"], input=text, env=env,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout
+
+    with HubServer("me/tiny-bert", folder_files(model_dir)) as server:
+        env = _hf_env(tmp_path, server.url)
+        by_id = encode("hf://me/tiny-bert", env)
+        assert server.downloads() == set(folder_files(model_dir))
+    assert by_id == encode(model_dir, env) and len(by_id.splitlines()) == 2
+
+
 # ----- Kaggle --------------------------------------------------------------------------------
 
 
