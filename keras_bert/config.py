@@ -13,7 +13,10 @@ from typing import Any
 
 # Google's names for activations -> ours (Keras names). HF uses the same names as Google.
 _ACTIVATIONS = {
-    "gelu": "gelu",  # exact erf GELU, as in the released BERT
+    # Exact erf GELU, as Hugging Face's BertModel computes "gelu". Google's own modeling.py
+    # computes its "gelu" with the tanh approximation, so a Google release read here differs
+    # from Google's code by that approximation (as Hugging Face's conversion of it does).
+    "gelu": "gelu",
     "gelu_new": "gelu_approximate",  # tanh approximation
     "gelu_pytorch_tanh": "gelu_approximate",
     "relu": "relu",
