@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
 from keras_bert.models.encoder import INPUT_NAMES
 
@@ -51,6 +52,8 @@ class LiteRTGraph(tf.Module):
             tokenizer.vocab, token_out_type=tf.int32, unknown_token="[UNK]",
             max_bytes_per_word=max_bytes_per_word,
             lower_case_nfd_strip_accents=tokenizer.lower_case)
+        for length in self.buckets:
+            self._frozen(length)
 
     # ------------------------------------------------------------------ signatures
     def serving_default(self, text):
@@ -63,15 +66,18 @@ class LiteRTGraph(tf.Module):
                 "truncated": num_tokens > self.max_length - 2}
 
     def serve_ids(self, input_word_ids, input_mask, input_type_ids):
-        """The three id tensors `[batch, length <= max_length]` -> the task's outputs."""
+        """The three id tensors `[batch, length <= max_length]` -> the task's outputs, the
+        network run at max_length."""
         given = {"input_word_ids": input_word_ids, "input_mask": input_mask,
                  "input_type_ids": input_type_ids}
+        # One network, at max_length (no bucket tree: each bucket in a signature is one
+        # more copy of the weights while the converter works; it stores them once).
         # Padded to max_length, then cut there: every branch sees [batch, max_length].
         packed = {name: tf.reshape(
                       tf.slice(tf.pad(value, [[0, 0], [0, self.max_length]]), [0, 0],
                                [-1, self.max_length]), [-1, self.max_length])
                   for name, value in given.items()}
-        return self.outputs_fn(self._network(packed), packed)
+        return self.outputs_fn(self._frozen(self.max_length)(packed), packed)
 
     def preprocess(self, text):
         """`[batch]` strings -> the three id tensors, as wide as the longest packed row."""
@@ -108,18 +114,38 @@ class LiteRTGraph(tf.Module):
         return {"input_word_ids": words, "input_mask": mask,
                 "input_type_ids": tf.zeros_like(words)}, num_tokens
 
+    def _frozen(self, length: int):
+        """The network at `[batch, length]` with its weights as constants of its own graph:
+        each branch then holds them (as LiteRT `FULLY_CONNECTED` weights the int8
+        quantizer and XNNPACK see as constant), instead of taking them as inputs of the
+        `IF`, which is what variables captured by the branches become once frozen. The
+        converter stores identical weights once."""
+        cache = self.__dict__.setdefault("_frozen_networks", {})
+        if length not in cache:  # built eagerly, before the signatures are traced
+            specs = {n: tf.TensorSpec([None, length], tf.int32, name=n) for n in INPUT_NAMES}
+            traced = tf.function(lambda inputs: self.model(inputs, training=False),
+                                 autograph=False).get_concrete_function(specs)
+            frozen = convert_variables_to_constants_v2(traced)
+
+            def network(inputs):
+                flat = frozen(*[inputs[name] for name in sorted(inputs)])
+                return tf.nest.pack_sequence_as(traced.structured_outputs, flat)
+            cache[length] = network
+        return cache[length]
+
     def _network(self, packed: dict):
         """The network on the shortest bucket that holds every row's packed ids."""
         needed = tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=1))
-        return self._branch(packed, needed, 0)
+        return self._branch(packed, needed, 0, len(self.buckets) - 1)
 
-    def _branch(self, packed: dict, needed, index: int):
-        length = self.buckets[index]
-
-        def run():
-            return self.model({name: value[:, :length] for name, value in packed.items()},
-                              training=False)
-        if index == len(self.buckets) - 1:
-            return run()
-        return tf.cond(needed <= length, run,
-                       lambda: self._branch(packed, needed, index + 1))
+    def _branch(self, packed: dict, needed, first: int, last: int):
+        """Buckets `first..last` as a balanced tree of `IF`s: a bucket is reached through
+        about log2(buckets) of them (each `IF` copies its inputs into its branch)."""
+        if first == last:
+            length = self.buckets[first]
+            return self._frozen(length)({name: value[:, :length]
+                                         for name, value in packed.items()})
+        middle = (first + last) // 2
+        return tf.cond(needed <= self.buckets[middle],
+                       lambda: self._branch(packed, needed, first, middle),
+                       lambda: self._branch(packed, needed, middle + 1, last))
