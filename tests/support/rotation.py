@@ -88,6 +88,7 @@ SHARES: dict[str, Share] = {
     "bench:preprocessing_cost.py": Share(12, 10, 33),
     "bench:finetune_step.py": Share(12, 10, 52),
     "bench:client_codec.py": Share(12, 1, 15),  # ~ (9 s alone, 2026-11-27)
+    "bench:litert_latency.py": Share(12, 1, 45),  # ~ (a tiny model's ONNX and LiteRT files)
     "bench:long_documents.py": Share(12, 10, 40),  # ~ (~25 s alone, 2026-11-27)
     "readme:convert_pretrain": Share(12, 11, 390),
 }
