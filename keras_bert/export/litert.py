@@ -73,8 +73,8 @@ def write_litert(model, base_dir: str, version: int | None = None,
     check_module(model, module, tokenizer)
     longest = module.preprocessor.max_length
     buckets = sorted({int(b) for b in (buckets or default_buckets(longest)) if b <= longest}
-                     | {longest})
-    graph = LiteRTGraph(module, buckets, _max_chars(module.tokenizer))
+                     | {longest}) if tokenizer == "fast-bert" else [longest]  # ids: one
+    graph = LiteRTGraph(module, buckets)
     functions = graph.functions(text=tokenizer == "fast-bert")
     metadata = describe(model, module, graph, functions, quantize, tokenizer)
     blob = with_metadata(convert(functions, quantize), metadata)
@@ -95,14 +95,6 @@ def default_buckets(longest: int) -> list[int]:
         buckets.append(bucket)
         bucket *= 2
     return [*buckets, longest]
-
-
-def _max_chars(tokenizer) -> int:
-    """The rules' word limit in characters, FastBertTokenizer's in bytes (equal for ASCII
-    words)."""
-    from keras_bert.text.rules import tokenizer_rules
-
-    return tokenizer_rules(tokenizer.rules).max_chars_per_word
 
 
 def check_options(quantize: str, tokenizer: str | None) -> None:

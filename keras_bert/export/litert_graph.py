@@ -30,6 +30,18 @@ from tensorflow.python.framework.convert_to_constants import convert_variables_t
 from keras_bert.models.encoder import INPUT_NAMES
 
 
+def fast_bert_tokenizer(tokenizer) -> tf_text.FastBertTokenizer:
+    """The TFLite-capable tokenizer closest to `tokenizer` (a `BertTokenizer`): its
+    vocabulary and casing, and its rules' word limit, counted in bytes (after
+    normalisation) where the rules count characters."""
+    from keras_bert.text.rules import tokenizer_rules
+
+    return tf_text.FastBertTokenizer(
+        tokenizer.vocab, token_out_type=tf.int32, unknown_token="[UNK]",
+        max_bytes_per_word=tokenizer_rules(tokenizer.rules).max_chars_per_word,
+        lower_case_nfd_strip_accents=tokenizer.lower_case)
+
+
 class LiteRTGraph(tf.Module):
     """The LiteRT export's functions for a sentence-level `ServingModule` `module`.
 
@@ -37,10 +49,9 @@ class LiteRTGraph(tf.Module):
       module: the model's `ServingModule` (single texts, truncated reading).
       buckets: the sequence lengths the network is traced for, ascending; the last one is
         the longest text read (longer ones are truncated, as the SavedModel truncates).
-      max_bytes_per_word: `FastBertTokenizer`'s limit of a word (longer: `[UNK]`).
     """
 
-    def __init__(self, module, buckets: list[int], max_bytes_per_word: int):
+    def __init__(self, module, buckets: list[int]):
         super().__init__(name="litert")
         tokenizer = module.tokenizer
         self.model = module.model
@@ -48,10 +59,7 @@ class LiteRTGraph(tf.Module):
         self.buckets = [int(b) for b in buckets]
         self.max_length = self.buckets[-1]
         self.cls_id, self.sep_id, self.pad_id = tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id
-        self.fast_tokenizer = tf_text.FastBertTokenizer(
-            tokenizer.vocab, token_out_type=tf.int32, unknown_token="[UNK]",
-            max_bytes_per_word=max_bytes_per_word,
-            lower_case_nfd_strip_accents=tokenizer.lower_case)
+        self.fast_tokenizer = fast_bert_tokenizer(tokenizer)
         for length in self.buckets:
             self._frozen(length)
 

@@ -21,7 +21,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert.text.rules import tokenizer_rules
+from keras_bert.export.litert_graph import fast_bert_tokenizer
 from keras_bert.text.tokenizer import BertTokenizer, load_vocab
 from tests.text.code_points import groups_of_16, sampled_scalars
 from tests.text.test_tokenizer import HARD_CASES, corpus_lines, uncased_vocab_path
@@ -64,9 +64,7 @@ def difference_class(code_point: int) -> str:
 
 def fast_bert(vocab: list[str], rules: str) -> tf_text.FastBertTokenizer:
     """The tokenizer the LiteRT export puts in the file for an uncased model."""
-    return tf_text.FastBertTokenizer(
-        vocab, token_out_type=tf.int32, unknown_token="[UNK]", lower_case_nfd_strip_accents=True,
-        max_bytes_per_word=tokenizer_rules(rules).max_chars_per_word)
+    return fast_bert_tokenizer(BertTokenizer(vocab, lower_case=True, rules=rules))
 
 
 def parity_lines() -> dict[str, list[str]]:
