@@ -82,6 +82,8 @@ def run(args) -> int:
 
     if args.format == "litert":
         return _litert(args, export_model)
+    if args.quantize != "none" or args.litert_tokenizer:
+        raise ValueError("--quantize and --litert-tokenizer are options of --format litert")
     exported = export_model(args.model_dir, args.base_dir, version=args.version,
                             seq_length=args.seq_length, pooling=args.pooling,
                             max_length=args.max_length,
