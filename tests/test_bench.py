@@ -40,6 +40,7 @@ BENCHMARKS = {
     "text_classifier_fit.py": r"defaults: ours [\d.]+x keras-hub's fit speed; accuracy "
                               r"[\d.]+ vs [\d.]+",
     "client_codec.py": r"\| 8 \| typed \| \d+ \| \d+ \| [\d.]+x \|",
+    "litert_latency.py": r"\| litert_int8 \| [\d.]+ \| [\d.]+ \| [\d.]+x \| [\d.]+x \| [\d.]+ \|",
 }
 
 
@@ -58,7 +59,8 @@ WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit
 # landings (its share in tests/support/rotation.py).
 # Those with Hugging Face's torch models among their contenders.
 WITH_TORCH = ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
-              "serving_latency.py", "serving_profile.py", "long_documents.py")
+              "serving_latency.py", "serving_profile.py", "long_documents.py",
+              "litert_latency.py")
 
 
 @pytest.mark.slow
@@ -68,7 +70,10 @@ WITH_TORCH = ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
 def test_quick_mode_runs_and_compares(script):
     if script in WITH_TORCH:
         require("transformers")
-    if script in ("serving_latency.py", "serving_profile.py", "encoder_forward.py"):
+    if script == "litert_latency.py":
+        require("ai_edge_litert")
+    if script in ("serving_latency.py", "serving_profile.py", "encoder_forward.py",
+                  "litert_latency.py"):
         require("onnxruntime")
         require("onnxscript")
     if script == "beam_pipeline.py":

@@ -44,6 +44,16 @@ def register(subparsers) -> None:
     p.add_argument("--no-audit", action="store_true", help="skip the op audit")
     add_rules_argument(p, "the rules the model was trained with (embedded in the export)")
     p.add_argument("--model-name", default="bert", help="model name in the warmup requests")
+    p.add_argument("--format", choices=("saved_model", "litert"), default="saved_model",
+                   help="saved_model (TF Serving) or litert: BASE_DIR/<version>/model.tflite "
+                        "with the tokenizer, packing and outputs inside, for LiteRT with TF "
+                        "Text's TFLite ops (classifiers, regressors, embedders)")
+    p.add_argument("--quantize", choices=("none", "float16", "int8"), default="none",
+                   help="litert: weights as float32 (none), float16, or int8 (dynamic range)")
+    p.add_argument("--litert-tokenizer", choices=("fast-bert", "none"),
+                   help="litert: fast-bert puts TF Text's FastBertTokenizer in the file (text "
+                        "in; it differs from Google's and Hugging Face's rules on some "
+                        "strings, see docs/litert.md); none writes a file that takes token ids")
     p.add_argument("--hub", action="store_true",
                    help="write BASE_DIR/preprocess and BASE_DIR/encoder (TF Hub style)")
     p.set_defaults(run=run)
@@ -70,6 +80,10 @@ def run(args) -> int:
         return 0
     from keras_bert.tasks.task_dir import export_model
 
+    if args.format == "litert":
+        return _litert(args, export_model)
+    if args.quantize != "none" or args.litert_tokenizer:
+        raise ValueError("--quantize and --litert-tokenizer are options of --format litert")
     exported = export_model(args.model_dir, args.base_dir, version=args.version,
                             seq_length=args.seq_length, pooling=args.pooling,
                             max_length=args.max_length,
@@ -79,4 +93,21 @@ def run(args) -> int:
                             precision=args.precision, xla=args.xla)
     print(f"exported version {exported.version} ({exported.task}) to {exported.path}")
     print(json.dumps(exported.signatures, indent=2))
+    return 0
+
+
+def _litert(args, export_model) -> int:
+    """`--format litert`: the options the SavedModel's alone takes are refused by name."""
+    given = [flag for flag, value in (("--seq-length", args.seq_length), ("--xla", args.xla),
+                                       ("--hub", args.hub),
+                                       ("--null-score-threshold", args.null_score_threshold))
+             if value not in (None, False)]
+    if given:
+        raise ValueError(f"{', '.join(given)}: not an option of --format litert")
+    exported = export_model(args.model_dir, args.base_dir, format="litert",
+                            version=args.version, max_length=args.max_length,
+                            pooling=args.pooling, rules=args.rules, precision=args.precision,
+                            quantize=args.quantize, tokenizer=args.litert_tokenizer)
+    print(f"exported version {exported.version} ({exported.task}) to {exported.file}")
+    print(json.dumps(exported.metadata["signatures"], indent=2))
     return 0

@@ -105,6 +105,28 @@ def write_version(model, base_dir: str, version: int | None = None,
     return ExportedModel(path, number, model.kind, signatures, module)
 
 
+EXPORT_FORMATS = ("saved_model", "litert")
+
+
+def write_export(model, base_dir: str, format: str = "saved_model", **options):
+    """`write_version` (`saved_model`, for TF Serving) or `litert.write_litert` (`litert`,
+    one `.tflite` file) with `options`; one line for an unknown format or an option the
+    format does not take."""
+    if format not in EXPORT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
+    if format == "saved_model":
+        return write_version(model, base_dir, **options)
+    from keras_bert.export.litert import LITERT_OPTIONS, write_litert
+
+    other = sorted(name for name, value in options.items()
+                   if value not in (None, False) and name not in LITERT_OPTIONS)
+    if other:
+        raise ValueError(f"{', '.join(other)}: not an option of the LiteRT export (it takes "
+                         f"{', '.join(LITERT_OPTIONS)})")
+    return write_litert(model, base_dir, **{k: v for k, v in options.items()
+                                            if k in LITERT_OPTIONS})
+
+
 def bucket_word_counts(buckets: list[int]) -> list[int]:
     """Words of a text that fills each XLA length bucket once packed ("the" is one
     wordpiece; [CLS] and [SEP] take two)."""

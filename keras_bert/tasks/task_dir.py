@@ -127,18 +127,21 @@ def load_head_weights(layers, path: str) -> None:
 
 
 def export_model(model_dir: str, base_dir: str, rules: str | None = None,
-                 precision: str | None = None, **options):
+                 precision: str | None = None, format: str = "saved_model", **options):
     """Exports the model directory `model_dir` (read once) as the next version under
-    `base_dir`, as `keras-bert export` does; returns the `ExportedModel`. `rules`: tokenizer
-    rules to embed instead of the model's own; `precision`: `float32`, `bfloat16` or
-    `float16` (None: the one the model was saved in); `options`: those of
-    `keras_bert.export.exporter.write_version`."""
-    from keras_bert.export.exporter import EXPORT_PRECISIONS, write_version
+    `base_dir`, as `keras-bert export` does; returns the `ExportedModel` (`ExportedLiteRT`).
+    `rules`: tokenizer rules to embed instead of the model's own; `precision`: `float32`,
+    `bfloat16` or `float16` (None: the one the model was saved in); `format`: `saved_model`
+    or `litert`; `options`: those of `keras_bert.export.exporter.write_export`."""
+    from keras_bert.export.exporter import EXPORT_PRECISIONS, write_export
     from keras_bert.tasks.registry import task_class
 
     if precision is not None and precision not in EXPORT_PRECISIONS:
         raise ValueError(f"precision must be one of {tuple(EXPORT_PRECISIONS)}, got "
                          f"{precision!r}")
     saved = read_task_dir(model_dir, rules)
+    if format == "litert" and precision not in (None, "float32"):
+        raise ValueError("the LiteRT export computes in float32; choose --quantize "
+                         "float16|int8 instead of --precision")
     model = task_class(saved.kind)._restore(saved, EXPORT_PRECISIONS.get(precision))
-    return write_version(model, base_dir, **options)
+    return write_export(model, base_dir, format, **options)

@@ -372,14 +372,14 @@ class TextTaskModel(keras.Model):
         return self.config.block(self.kind, self.preprocessor.seq_length,
                                  None if self.labels is None else len(self.labels))
 
-    def export(self, base_dir: str, **options) -> str:
-        """Writes the next version under `base_dir` for TF Serving from this model as it is
-        in memory (its serving functions, vocabulary and labels), as `keras-bert export`
-        does from its directory; returns the version's path. Options: those of
-        `keras_bert.export.exporter.write_version`."""
-        from keras_bert.export.exporter import write_version
+    def export(self, base_dir: str, format: str = "saved_model", **options) -> str:
+        """Writes the next version under `base_dir` from this model as it is in memory, as
+        `keras-bert export` does from its directory; returns its path. `format`:
+        `saved_model` (TF Serving; options of `keras_bert.export.exporter.write_version`)
+        or `litert` (one `.tflite` file; options of `keras_bert.export.litert.write_litert`)."""
+        from keras_bert.export.exporter import write_export
 
-        return write_version(self, base_dir, **options).path
+        return write_export(self, base_dir, format, **options).path
 
     def _in_precision(self, policy: str):
         """This model computing in the Keras dtype policy `policy` (itself, or a copy with

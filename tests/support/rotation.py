@@ -94,6 +94,7 @@ SHARES: dict[str, Share] = {
     "bench:preprocessing_cost.py": Share(12, 10, 33),
     "bench:finetune_step.py": Share(12, 1, 52),  # slot 10 carries Model Garden's environment
     "bench:client_codec.py": Share(12, 1, 15),  # ~ (9 s alone, 2026-11-27)
+    "bench:litert_latency.py": Share(12, 1, 45),  # ~ (a tiny model's ONNX and LiteRT files)
     # ~ (~25 s alone, 2026-11-27); slot 10 carries Model Garden's environment
     "bench:long_documents.py": Share(12, 8, 40),
     "readme:convert_pretrain": Share(12, 11, 390),

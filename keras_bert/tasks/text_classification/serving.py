@@ -42,7 +42,9 @@ def multilabel_outputs(label_names: list[str], thresholds: list[float]):
     threshold, highest score first, padded with "" (a row with no label is all "")."""
     if len(thresholds) != len(label_names):
         raise ValueError(f"{len(thresholds)} thresholds for {len(label_names)} labels")
-    names = tf.constant(label_names, tf.string)
+    # The names and "" after them: a label not chosen is gathered as "" (no select over
+    # strings, which LiteRT has no kernel for).
+    names = tf.constant([*label_names, ""], tf.string)
     cuts = tf.constant(thresholds, tf.float32)
 
     def outputs(model_outputs, inputs):
@@ -51,9 +53,8 @@ def multilabel_outputs(label_names: list[str], thresholds: list[float]):
         chosen = scores >= cuts
         # Chosen labels by descending score, then the others (-1 < any score), in one sort.
         order = tf.math.top_k(tf.where(chosen, scores, -1.0), k=len(label_names)).indices
-        ranked = tf.gather(names, order)
-        return {"logits": logits, "scores": scores,
-                "labels": tf.where(tf.gather(chosen, order, batch_dims=1), ranked, "")}
+        kept = tf.where(tf.gather(chosen, order, batch_dims=1), order, len(label_names))
+        return {"logits": logits, "scores": scores, "labels": tf.gather(names, kept)}
     return outputs
 
 

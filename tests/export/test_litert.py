@@ -1,0 +1,246 @@
+"""The LiteRT export, run in `ai-edge-litert`'s interpreter with TF Text's TFLite kernels,
+against the same model's SavedModel run through TF Serving's loader (`SessionBundle`).
+
+Every held-out string is checked end to end: where the file's tokenizer (TF Text's
+FastBertTokenizer) gives the SavedModel's ids, the text answers agree (floats within 1e-4,
+label names equal); where it does not (the measured tokenizer difference,
+`test_litert_tokenizer.py`), the network and outputs are checked on the file's own ids
+through both exports' `serve_ids`.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.cli import main
+from keras_bert.export.litert import custom_ops
+from keras_bert.export.litert_runtime import LiteRTModel
+from keras_bert.export.session_bundle import SessionBundle
+from keras_bert.tasks.task_dir import export_model
+from tests.export.helpers import make_tiny_task_dir
+from tests.text.test_tokenizer import HARD_CASES, corpus_lines, uncased_vocab_path
+
+pytest.importorskip("ai_edge_litert")
+
+LABELS = ["fresh", "plot", "rotten"]
+SEQ = 32
+IDS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def held_out_texts() -> list[str]:
+    """Corpus lines, the tokenizer's hard cases and the export's own: empty, 100,000
+    characters, non-ASCII, and texts of SEQ - 3, SEQ - 2 and SEQ - 1 word pieces (the
+    length limit: [CLS] and [SEP] take two)."""
+    return (corpus_lines()[::40] + HARD_CASES + ["", "a" * 100_000, "word " * 20_000,
+            "Ελληνικά, 中文, naïve café — “quotes”", *["the " * n for n in (29, 30, 31)]])
+
+
+def _task_dir(root, task: dict, labels=None) -> str:
+    return make_tiny_task_dir(root, task, labels, vocab_file=uncased_vocab_path())
+
+
+@pytest.fixture(scope="module")
+def classifier(tmp_path_factory):
+    """A tiny classifier's SavedModel and LiteRT exports (float32)."""
+    root = tmp_path_factory.mktemp("litert")
+    task_dir = _task_dir(root, {"kind": "classify", "seq_length": SEQ}, LABELS)
+    saved = export_model(task_dir, str(root / "saved"), target=None)
+    lite = export_model(task_dir, str(root / "lite"), format="litert", tokenizer="fast-bert")
+    return task_dir, saved, lite
+
+
+def _bundle_run(path: str, signature: str, inputs: dict) -> dict:
+    with SessionBundle(path) as bundle:
+        return bundle.run(signature, inputs)
+
+
+def _same_ids(lite_ids: dict, saved_ids: dict) -> bool:
+    return all(np.array_equal(lite_ids[k], saved_ids[k]) for k in IDS)
+
+
+def compare(saved_path: str, lite_path: str, texts: list[str], atol: float = 1e-4) -> int:
+    """Checks every text (see the module docstring); returns how many were tokenized
+    differently."""
+    differ = 0
+    with LiteRTModel(lite_path) as lite, SessionBundle(saved_path) as bundle:
+        for text in texts:
+            batch = np.array([text.encode("utf-8", "surrogatepass")], dtype=object)
+            lite_ids = lite.run("preprocess", text=batch)
+            if _same_ids(lite_ids, bundle.run("preprocess", {"text": batch})):
+                got, want = lite.run("serving_default", text=batch), bundle.run(
+                    "serving_default", {"text": batch})
+            else:
+                differ += 1
+                got = lite.run("serve_ids", **lite_ids)
+                want = bundle.run("serve_ids", {k: lite_ids[k] for k in IDS})
+            assert sorted(got) == sorted(want) or "serve_ids" in text
+            for name, value in want.items():
+                if value.dtype.kind == "f":
+                    np.testing.assert_allclose(got[name], value, atol=atol, err_msg=name)
+                else:
+                    np.testing.assert_array_equal(got[name], value, err_msg=name)
+    return differ
+
+
+def test_layout_and_metadata(classifier):
+    _, saved, lite = classifier
+    files = sorted(os.listdir(lite.path))
+    assert files == ["labels.txt", "metadata.json", "model.tflite", "vocab.txt"]
+    with open(os.path.join(lite.path, "metadata.json"), encoding="utf-8") as f:
+        on_disk = json.load(f)
+    with LiteRTModel(lite.path) as model:
+        assert model.metadata == on_disk == lite.metadata  # the file carries the same JSON
+        assert model.labels == LABELS
+        for name in ("serving_default", "serve_ids", "preprocess"):
+            assert model.signatures[name] == saved.signatures[name], name
+        assert sorted(model.interpreter.get_signature_list()) == sorted(saved.signatures)
+
+
+def test_classifier_answers_as_the_saved_model(classifier):
+    _, saved, lite = classifier
+    texts = held_out_texts()
+    differ = compare(saved.path, lite.path, texts)
+    assert differ < len(texts) // 4  # the corpus itself is tokenized identically
+    answers = LiteRTModel(lite.path).predict(["Call me Ishmael.", "the " * 31])
+    assert answers[0]["label"] in LABELS
+    assert answers[1]["num_tokens"] == 31 and answers[1]["truncated"]
+
+
+def test_length_limit_as_the_saved_model(classifier):
+    _, saved, lite = classifier
+    texts = ["the " * n for n in (SEQ - 3, SEQ - 2, SEQ - 1)]
+    got = LiteRTModel(lite.path)(texts)
+    want = _bundle_run(saved.path, "serving_default", {"text": np.array(texts, dtype=object)})
+    np.testing.assert_array_equal(got["num_tokens"], [SEQ - 3, SEQ - 2, SEQ - 1])
+    np.testing.assert_array_equal(got["truncated"], [False, False, True])
+    np.testing.assert_array_equal(got["truncated"], want["truncated"])
+    np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4)
+
+
+def _branch_shapes(interpreter) -> dict:
+    """`{(subgraph, tensor): shape}` of every subgraph but the signatures' own (those of
+    the `IF` branches: the length buckets)."""
+    wrapper = interpreter._interpreter
+    signatures = {wrapper.GetSubgraphIndexFromSignature(name)
+                  for name in interpreter.get_signature_list()}
+    shapes = {}
+    for index in sorted(set(range(interpreter.num_subgraphs())) - signatures):
+        for detail in interpreter.get_tensor_details(subgraph_index=index):
+            shapes[index, detail["index"]] = tuple(detail["shape"])
+    return shapes
+
+
+def test_buckets_allocate_once(classifier):
+    """Texts of every length leave every bucket's tensors as they were: nothing is resized
+    (so nothing reallocated) after a bucket's first call, whatever the text's length."""
+    _, _, lite = classifier
+    model = LiteRTModel(lite.path)
+    lengths = list(range(0, SEQ + 5))
+    for n in lengths:  # every bucket once
+        model(["the " * n])
+    before = _branch_shapes(model.interpreter)
+    for n in reversed(lengths):
+        model(["the " * n])
+    assert _branch_shapes(model.interpreter) == before
+    widths = {shape[1] for shape in before.values() if len(shape) == 2 and shape[0] == 1}
+    assert set(lite.metadata["buckets"]) <= widths  # each branch holds its bucket's width
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task,labels", [
+    ({"kind": "multilabel", "seq_length": SEQ, "thresholds": [0.4, 0.5, 0.6]}, LABELS),
+    ({"kind": "regress", "seq_length": SEQ}, None),
+    ({"kind": "embed", "seq_length": SEQ}, None)])
+def test_each_sentence_kind_answers_as_the_saved_model(tmp_path, task, labels):
+    task_dir = _task_dir(tmp_path, task, labels)
+    saved = export_model(task_dir, str(tmp_path / "saved"), target=None)
+    lite = export_model(task_dir, str(tmp_path / "lite"), format="litert",
+                        tokenizer="fast-bert")
+    assert sorted(lite.metadata["signatures"]) == sorted(saved.signatures)
+    compare(saved.path, lite.path, corpus_lines()[:20] + HARD_CASES[:10] + [""])
+
+
+def test_ids_only_file(classifier, tmp_path):
+    task_dir, saved, _ = classifier
+    lite = export_model(task_dir, str(tmp_path / "ids"), format="litert", tokenizer="none")
+    model = LiteRTModel(lite.path)
+    assert sorted(model.signatures) == ["serve_ids"]
+    with open(lite.file, "rb") as f:
+        assert custom_ops(f.read()) == []  # builtin ops only: any LiteRT build runs it
+    with pytest.raises(ValueError, match="takes token ids"):
+        model(["text"])
+    ids = _bundle_run(saved.path, "preprocess", {"text": np.array(["Call me Ishmael."],
+                                                                  dtype=object)})
+    got = model.run("serve_ids", **ids)
+    want = _bundle_run(saved.path, "serve_ids", ids)
+    np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_refuses_what_the_format_cannot_hold(tmp_path):
+    tagger = make_tiny_task_dir(tmp_path / "tag", {"kind": "tag", "seq_length": 16},
+                                ["B", "I", "O"])
+    with pytest.raises(ValueError, match="spans of the input text"):
+        export_model(tagger, str(tmp_path / "a"), format="litert", tokenizer="fast-bert")
+    pair = make_tiny_task_dir(tmp_path / "pair", {"kind": "classify", "seq_length": 16,
+                                                  "pair": True}, ["a", "b"])
+    with pytest.raises(ValueError, match="sentence pairs"):
+        export_model(pair, str(tmp_path / "b"), format="litert", tokenizer="fast-bert")
+    with pytest.raises(ValueError, match="neither Google's nor Hugging Face's"):
+        export_model(pair, str(tmp_path / "c"), format="litert")
+    with pytest.raises(ValueError, match="xla: not an option of the LiteRT export"):
+        export_model(pair, str(tmp_path / "d"), format="litert", tokenizer="none", xla=True)
+    assert not any(p.exists() for p in (tmp_path / "a", tmp_path / "b"))
+
+
+def test_cli_refusal_is_one_line(classifier, tmp_path, capsys):
+    task_dir, _, _ = classifier
+    code = main(["export", task_dir, str(tmp_path / "x"), "--format", "litert", "--xla",
+                 "--litert-tokenizer", "fast-bert"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and err.count("\n") == 0 and "--xla: not an option of --format litert" in err
+    code = main(["export", task_dir, str(tmp_path / "y"), "--quantize", "int8"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and err.count("\n") == 0 and "options of --format litert" in err
+
+
+def test_refuses_a_file_another_tool_wrote(tmp_path):
+    module = tf.Module()
+    module.f = tf.function(lambda x: {"y": x * 2.0},
+                           input_signature=[tf.TensorSpec([None], tf.float32)])
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [module.f.get_concrete_function()], module)
+    (tmp_path / "other.tflite").write_bytes(converter.convert())
+    with pytest.raises(ValueError, match="written by another tool"):
+        LiteRTModel(str(tmp_path / "other.tflite"))
+    (tmp_path / "junk.tflite").write_bytes(b"\x00" * 64)
+    with pytest.raises(ValueError, match="not a LiteRT"):
+        LiteRTModel(str(tmp_path / "junk.tflite"))
+
+
+def test_wrong_input_type_leaves_the_interpreter_answering(classifier):
+    _, _, lite = classifier
+    model = LiteRTModel(lite.path)
+    first = model(["Call me Ishmael."])
+    with pytest.raises(TypeError, match="a string or a list of strings, got int"):
+        model([1, 2])
+    with pytest.raises(ValueError, match="serving_default takes text"):
+        model.run("serving_default", input_word_ids=np.zeros([1, 4], np.int32))
+    with pytest.raises((ValueError, RuntimeError)):  # LiteRT's own check of the dtype
+        model.run("serving_default", text=np.zeros([1], np.float32))
+    again = model(["Call me Ishmael."])
+    np.testing.assert_array_equal(again["logits"], first["logits"])
+
+
+def test_cli_writes_a_quantized_file_with_label_names(classifier, tmp_path, capsys):
+    task_dir, _, _ = classifier
+    assert main(["export", task_dir, str(tmp_path / "q"), "--format", "litert",
+                 "--quantize", "int8", "--litert-tokenizer", "fast-bert"]) == 0
+    assert "model.tflite" in capsys.readouterr().out
+    with LiteRTModel(str(tmp_path / "q" / "1")) as model:
+        assert model.metadata["quantize"] == "int8"
+        answers = model.predict(["Call me Ishmael.", "", "naïve café"])
+    assert all(a["label"] in LABELS for a in answers)
