@@ -65,7 +65,7 @@ ROTATING_FILES = ("examples/test_examples.py", "examples/test_notebook.py", "tes
                   "jobs/test_pretrain_resume.py", "training/test_accumulation.py",
                   "training/test_static_shapes.py",
                   "tasks/text_classification/test_long_documents.py",
-                  "checkpoints/test_model_garden_exports.py")
+                  "checkpoints/test_model_garden_exports.py", "export/test_litert_minilm.py")
 
 
 def test_every_landing_carries_its_shares_and_stays_under_budget(pytester, monkeypatch):

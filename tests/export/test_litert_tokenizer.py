@@ -96,13 +96,11 @@ def measure(rules: str) -> dict:
     return found
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("rules", sorted(MEASURED))
 def test_measured_difference_is_the_documented_one(rules):
     assert measure(rules) == MEASURED[rules]
 
 
-@pytest.mark.slow
 def test_the_file_tokenizes_as_fast_bert(tmp_path):
     """The LiteRT interpreter's TF Text kernels give FastBertTokenizer's ids (TensorFlow's
     kernels) on every parity line, so the measurement above is the file's."""

@@ -97,6 +97,9 @@ SHARES: dict[str, Share] = {
     "bench:litert_latency.py": Share(12, 1, 45),  # ~ (a tiny model's ONNX and LiteRT files)
     # ~ (~25 s alone, 2026-11-27); slot 10 carries Model Garden's environment
     "bench:long_documents.py": Share(12, 8, 40),
+    # the real MiniLM to LiteRT float32 / float16 / int8, one bucket each (81 s alone,
+    # 5.6 GB peak, 2026-11-27)
+    "litert:minilm": Share(12, 11, 90),
     "readme:convert_pretrain": Share(12, 11, 390),
 }
 
