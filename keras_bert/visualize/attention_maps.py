@@ -25,9 +25,13 @@ TITLE_INCHES = 0.6
 
 
 def figure_inches(num_layers: int, num_heads: int, num_tokens: int) -> tuple[float, float]:
-    """`(width, height)` of the heat map figure, in inches (see the module docstring)."""
+    """`(width, height)` of the heat map figure, in inches (see the module docstring): a
+    quarter of a pixel over the whole number of pixels the layout rounds to, because
+    Matplotlib truncates inches x dpi in some releases (3.10) and rounds it in others (3.11),
+    and a product such as 5.02 x 100 falls just under 502 in floating point."""
     cell = max(MIN_PANEL_INCHES, INCHES_PER_TOKEN * num_tokens) + LABEL_INCHES
-    return num_heads * cell, num_layers * cell + TITLE_INCHES
+    width, height = num_heads * cell, num_layers * cell + TITLE_INCHES
+    return (round(width * DPI) + 0.25) / DPI, (round(height * DPI) + 0.25) / DPI
 
 
 def text_attention(model_dir, text: str, text_b: str | None = None,
