@@ -55,6 +55,10 @@ def _hf_env(tmp_path, endpoint: str, offline: bool = False) -> dict:
                TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
     env.pop("HF_HUB_CACHE", None)
     env.pop("HF_TOKEN", None)
+    # The local endpoint is reached directly even where a proxy is configured for the
+    # package registries.
+    env["NO_PROXY"] = env["no_proxy"] = ",".join(
+        filter(None, ["127.0.0.1,localhost", os.environ.get("NO_PROXY", "")]))
     env["HF_HUB_OFFLINE"] = "1" if offline else "0"
     return env
 
