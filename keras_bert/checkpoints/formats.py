@@ -123,7 +123,52 @@ class KerasBertFormat(CheckpointFormat):
         return heads.load_model_dir_pretrainer(path, dtype=dtype, **kwargs)
 
 
-class TfHubFormat(CheckpointFormat):
+class _ModelGardenVariables(CheckpointFormat):
+    """A layout holding Model Garden's encoder variables (a TF Hub SavedModel, a Model Garden
+    checkpoint): both keep a masked LM head the same way; `named` and `activation` say how
+    each reads its variables and its activation."""
+
+    def named(self, path: str) -> dict:
+        """The variables of `path` by Model Garden's names."""
+        raise NotImplementedError(self.name)
+
+    def activation(self, path: str) -> str:
+        """The hidden activation of the encoder in `path`."""
+        raise NotImplementedError(self.name)
+
+    def rules(self, path):
+        """Google's: the released BERTs these layouts hold were pretrained with them."""
+        return "google"
+
+    def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
+                           encoder_only=False, pair=False):
+        """An `export_type=model_with_mlm` SavedModel or a `BertPretrainerV2` checkpoint
+        keeps its masked LM head."""
+        named = self.named(src)
+        if encoder_only or model_garden.MLM_MARKER not in named:
+            return None
+        from keras_bert.checkpoints import heads
+
+        return heads.convert_model_garden_with_heads(
+            named, src, self.name, self.activation(src), dest, vocab_file, lower_case, rules)
+
+    def load_pretrainer(self, path, dtype=None, **kwargs):
+        """The encoder with the masked LM head the variables hold (the next sentence head
+        fresh, with a warning), else fresh heads."""
+        from keras_bert.checkpoints import heads
+        from keras_bert.models.pretrainer import BertPretrainer
+
+        named, activation = self.named(path), self.activation(path)
+        if model_garden.MLM_MARKER not in named:
+            return BertPretrainer(model_garden.load_named_encoder(named, path, activation,
+                                                                  dtype=dtype), **kwargs)
+        pretrainer, report = heads.model_garden_pretrainer(named, path, activation, dtype,
+                                                           **kwargs)
+        heads.warn_initialised(report, path)
+        return pretrainer
+
+
+class TfHubFormat(_ModelGardenVariables):
     """A TF Hub / Kaggle `tensorflow/bert` encoder SavedModel (`saved_model.pb`,
     `variables/`, `assets/vocab.txt`), as Model Garden's `export_tfhub` writes it."""
 
@@ -134,31 +179,17 @@ class TfHubFormat(CheckpointFormat):
     def vocab(self, path):
         return tf_hub.read_vocab(path)
 
-    def rules(self, path):
-        """Google's: the released BERTs these encoders hold were pretrained with them."""
-        return "google"
+    def named(self, path):
+        return tf_hub.read_variables(path)
+
+    def activation(self, path):
+        return tf_hub.read_activation(path)
 
     def read_encoder(self, path, dtype=None):
         return tf_hub.load_saved_model_dir(path, dtype=dtype)
 
-    def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
-                           encoder_only=False, pair=False):
-        """An `export_type=model_with_mlm` SavedModel keeps its masked LM head."""
-        named = tf_hub.read_variables(src)
-        if encoder_only or model_garden.MLM_MARKER not in named:
-            return None
-        from keras_bert.checkpoints import heads
 
-        return heads.convert_model_garden_with_heads(
-            named, src, self.name, tf_hub.read_activation(src), dest, vocab_file, lower_case,
-            rules)
-
-    def load_pretrainer(self, path, dtype=None, **kwargs):
-        return _model_garden_pretrainer(tf_hub.read_variables(path), path,
-                                        tf_hub.read_activation(path), dtype, **kwargs)
-
-
-class ModelGardenFormat(CheckpointFormat):
+class ModelGardenFormat(_ModelGardenVariables):
     """A Model Garden TF2 (object-based) checkpoint of a BERT encoder, with `vocab.txt` (and
     Model Garden's `bert_config.json`) beside it."""
 
@@ -170,46 +201,17 @@ class ModelGardenFormat(CheckpointFormat):
         return any(f.endswith(".index") for f in files) \
             and model_garden.checkpoint_prefix(path) is not None
 
-    def rules(self, path):
-        return "google"
+    def named(self, path):
+        return model_garden.read_named(model_garden.checkpoint_prefix(path))
+
+    def activation(self, path):
+        return model_garden.config_activation(path)
 
     def read_encoder(self, path, dtype=None):
         return model_garden.load_checkpoint_dir(path, dtype=dtype)
 
     def write_encoder(self, encoder, dest, vocab_file, lower_case):
         return model_garden.save_checkpoint_dir(encoder, dest, vocab_file)
-
-    def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
-                           encoder_only=False, pair=False):
-        """A `BertPretrainerV2` checkpoint keeps its masked LM head."""
-        named = model_garden.read_named(model_garden.checkpoint_prefix(src))
-        if encoder_only or model_garden.MLM_MARKER not in named:
-            return None
-        from keras_bert.checkpoints import heads
-
-        return heads.convert_model_garden_with_heads(
-            named, src, self.name, model_garden.config_activation(src), dest, vocab_file,
-            lower_case, rules)
-
-    def load_pretrainer(self, path, dtype=None, **kwargs):
-        return _model_garden_pretrainer(
-            model_garden.read_named(model_garden.checkpoint_prefix(path)), path,
-            model_garden.config_activation(path), dtype, **kwargs)
-
-
-def _model_garden_pretrainer(named, path, hidden_act, dtype, **kwargs):
-    """The pretrainer of Model Garden variables `named`: with the masked LM head they hold
-    (the next sentence head fresh, with a warning), else fresh heads."""
-    from keras_bert.checkpoints import heads
-    from keras_bert.models.pretrainer import BertPretrainer
-
-    if model_garden.MLM_MARKER not in named:
-        return BertPretrainer(model_garden.load_named_encoder(named, path, hidden_act,
-                                                              dtype=dtype), **kwargs)
-    pretrainer, report = heads.model_garden_pretrainer(named, path, hidden_act, dtype,
-                                                       **kwargs)
-    heads.warn_initialised(report, path)
-    return pretrainer
 
 
 class GoogleFormat(CheckpointFormat):
