@@ -12,6 +12,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import _ROOT, LONGEST_FILES
 from tests.support.ci_rules import TORCH_PYTHONS, python_bound
 from tests.support.rotation import (
@@ -297,6 +299,7 @@ def pytest_collection_modifyitems(config, items):
 """
 
 
+@pytest.mark.slow  # 17-30 s: CI runs it every landing (keeps the README's tier under 15 min)
 def test_a_python_without_torch_leaves_its_tests_out_and_says_so(pytester, monkeypatch):
     """Where scripts/install.sh installs no torch, the tests marked `needs_torch` are
     deselected, not skipped (CI=true passes), and the report names the Python and why, in

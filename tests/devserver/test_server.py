@@ -402,6 +402,7 @@ LOAD_CLIENTS = 16
 LOAD_REQUESTS = int(os.environ.get("KERAS_BERT_LOAD_REQUESTS", "1000"))
 
 
+@pytest.mark.slow  # 30-42 s: CI runs it every landing (keeps the README's tier under 15 min)
 def test_load_16_concurrent_clients(serve_process, exported):
     """16 clients (8 gRPC, 8 REST) x 1000 requests each, bounded at 120 s: 0 errors."""
     grpc_address, rest_url = serve_process.addresses()

@@ -315,6 +315,7 @@ def long_qa(tmp_path_factory):
     return loaded, exported, threshold
 
 
+@pytest.mark.slow  # 30-42 s: CI runs it every landing (keeps the README's tier under 15 min)
 def test_long_contexts_fresh_process_match_the_python_reference(long_qa, tmp_path):
     loaded, exported, threshold = long_qa
     questions, contexts = _long_pairs()
@@ -400,6 +401,7 @@ def _strict_json(body: bytes):
     return json.loads(body, parse_constant=reject)
 
 
+@pytest.mark.slow  # 30-42 s: CI runs it every landing (keeps the README's tier under 15 min)
 def test_unanswerable_questions_answer_finite_json_over_rest(tmp_path):
     """SQuAD v1.1 decoding asked about an empty context (no span possible) answers
     `has_answer: false` with a finite score, which a strict JSON parser reads from the REST
