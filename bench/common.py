@@ -137,12 +137,19 @@ class Timing:
 
 
 def interleaved(contenders: dict[str, Callable[[], object]], runs: int, warmup: int = 2,
-                log: Callable[[str], None] | None = None) -> dict[str, Timing]:
+                log: Callable[[str], None] | None = None, block: int = 1,
+                block_warmup: int = 0) -> dict[str, Timing]:
     """Times each zero-argument callable `runs` times, round-robin (A, B, C, A, B, C, ...).
 
     Every callable must block until its result is computed. `warmup` untimed rounds come
     first (tracing, compilation, allocator warm-up). Interleaving spreads slow drifts (and
     other processes' load) evenly over the contenders.
+
+    `block` > 1 takes turns by blocks (A x block, B x block, ...), each opened by
+    `block_warmup` untimed calls: for batch-1 latency of runtimes in one process, where a
+    single call after another runtime's finds its weights out of the caches (and the other
+    runtime's threads still spinning), which a server answering a stream of requests does
+    not see (bench/RESULTS.md, "LiteRT export", has both ways).
     """
     for i in range(warmup):
         for name, fn in contenders.items():
@@ -151,14 +158,17 @@ def interleaved(contenders: dict[str, Callable[[], object]], runs: int, warmup: 
             if log:
                 log(f"  warm-up {i + 1}/{warmup} {name}: {time.perf_counter() - start:.2f} s")
     timings = {name: Timing(name) for name in contenders}
-    for i in range(runs):
+    for i in range(-(-runs // block)):
         for name, fn in contenders.items():
-            cpu, start = time.process_time(), time.perf_counter()
-            fn()
-            timings[name].seconds.append(time.perf_counter() - start)
-            timings[name].cpu_seconds.append(time.process_time() - cpu)
+            for _ in range(block_warmup):
+                fn()
+            for _ in range(min(block, runs - i * block)):
+                cpu, start = time.process_time(), time.perf_counter()
+                fn()
+                timings[name].seconds.append(time.perf_counter() - start)
+                timings[name].cpu_seconds.append(time.process_time() - cpu)
         if log:
-            log(f"  run {i + 1}/{runs}: " + ", ".join(
+            log(f"  round {i + 1}: " + ", ".join(
                 f"{n} {t.seconds[-1]:.3f}s" for n, t in timings.items()) +
                 f" (load {load_average()})")
     return timings

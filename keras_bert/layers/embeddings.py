@@ -66,7 +66,9 @@ class BertEmbeddings(keras.layers.Layer):
                               (seq_length, self.hidden_size))
         x = self.word_embeddings(input_word_ids)
         x = x + self.type_embeddings(input_type_ids)
-        x = x + ops.cast(positions[None, :, :], x.dtype)
+        # expand_dims, not `positions[None]`: a new-axis strided slice of a dynamic length
+        # has no LiteRT kernel (the LiteRT export runs the network at the text's length).
+        x = x + ops.cast(ops.expand_dims(positions, 0), x.dtype)
         return self.dropout(self.layer_norm(x), training=training)
 
     def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape=None):

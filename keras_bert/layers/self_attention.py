@@ -72,7 +72,9 @@ class BertSelfAttention(keras.layers.Layer):
         # No-ops in float32; ~1% of a layer's FLOPs at 128.
         scores = ops.matmul(ops.cast(q, "float32") * self._scale, ops.cast(k_t, "float32"))
         if padding_mask is not None:
-            keep = ops.cast(padding_mask, "float32")[:, None, None, :]
+            # A reshape, not `[:, None, None, :]`: LiteRT has no kernel for a new-axis
+            # strided slice of a dynamic length (the LiteRT export's network).
+            keep = ops.reshape(ops.cast(padding_mask, "float32"), (batch, 1, 1, seq))
             scores = scores + (1.0 - keep) * _MASK_PENALTY
         probs = ops.softmax(scores, axis=-1)
         context = ops.matmul(self.dropout(ops.cast(probs, v.dtype), training=training), v)

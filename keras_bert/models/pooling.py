@@ -17,7 +17,9 @@ def _check(mode: str) -> None:
 
 def masked_mean(sequence, input_mask):
     """Average of `sequence` `[batch, seq, hidden]` over positions where `input_mask` is 1."""
-    mask = ops.cast(input_mask, sequence.dtype)[:, :, None]
+    # expand_dims, not `[:, :, None]`: LiteRT has no kernel for a new-axis strided slice
+    # of a dynamic length (the LiteRT export runs the network at the text's length).
+    mask = ops.expand_dims(ops.cast(input_mask, sequence.dtype), -1)
     return ops.sum(sequence * mask, axis=1) / ops.maximum(ops.sum(mask, axis=1), 1.0)
 
 

@@ -120,33 +120,35 @@ def test_length_limit_as_the_saved_model(classifier):
     np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4)
 
 
-def _branch_shapes(interpreter) -> dict:
-    """`{(subgraph, tensor): shape}` of every subgraph but the signatures' own (those of
-    the `IF` branches: the length buckets)."""
-    wrapper = interpreter._interpreter
-    signatures = {wrapper.GetSubgraphIndexFromSignature(name)
-                  for name in interpreter.get_signature_list()}
-    shapes = {}
-    for index in sorted(set(range(interpreter.num_subgraphs())) - signatures):
-        for detail in interpreter.get_tensor_details(subgraph_index=index):
-            shapes[index, detail["index"]] = tuple(detail["shape"])
-    return shapes
+def _hidden_widths(model: LiteRTModel) -> set[int]:
+    """The sequence widths of `serving_default`'s `[1, width, hidden]` tensors (the
+    network's activations) after the last call; `hidden` read from the word embeddings'
+    `[vocab_size, hidden]` table; 1, the `[CLS]` row the pooler reads, left out."""
+    interpreter = model.interpreter
+    index = interpreter._interpreter.GetSubgraphIndexFromSignature("serving_default")
+    shapes = [tuple(int(n) for n in d["shape"])
+              for d in interpreter.get_tensor_details(subgraph_index=index)]
+    vocab = model.metadata["tokenizer"]["vocab_size"]
+    hidden = next(shape[1] for shape in shapes if len(shape) == 2 and shape[0] == vocab)
+    return {shape[1] for shape in shapes
+            if len(shape) == 3 and shape[::2] == (1, hidden)} - {1}
 
 
-def test_buckets_allocate_once(classifier):
-    """Texts of every length leave every bucket's tensors as they were: nothing is resized
-    (so nothing reallocated) after a bucket's first call, whatever the text's length."""
-    _, _, lite = classifier
+def test_network_runs_at_each_texts_length(classifier):
+    """The network computes at each text's packed length, not at max_length, whatever
+    the length before it; the one interpreter resizes (it is not rebuilt) and answers as
+    the SavedModel does after every change of length."""
+    _, saved, lite = classifier
     model = LiteRTModel(lite.path)
-    lengths = list(range(0, SEQ + 5))
-    for n in lengths:  # every bucket once
-        model(["the " * n])
-    before = _branch_shapes(model.interpreter)
-    for n in reversed(lengths):
-        model(["the " * n])
-    assert _branch_shapes(model.interpreter) == before
-    widths = {shape[1] for shape in before.values() if len(shape) == 2 and shape[0] == 1}
-    assert set(lite.metadata["buckets"]) <= widths  # each branch holds its bucket's width
+    interpreter = model.interpreter
+    with SessionBundle(saved.path) as bundle:
+        for n in (5, 20, 3, 3, SEQ + 8, 0, 12):
+            text = np.array(["the " * n], dtype=object)
+            got = model.run("serving_default", text=text)
+            want = bundle.run("serving_default", {"text": text})
+            np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4, err_msg=n)
+            assert _hidden_widths(model) == {min(n, SEQ - 2) + 2}, n
+    assert model.interpreter is interpreter
 
 
 @pytest.mark.slow

@@ -19,10 +19,8 @@ def exports(minilm_model_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("minilm_litert")
     model = TextEmbedder.from_pretrained(minilm_model_dir, seq_length=128)
     saved = model.export(str(root / "saved"), precision="float32", target=None)
-    # One bucket: each is a copy of the weights in the converter (four took 13 GB); the
-    # buckets themselves are tested on a tiny model (test_litert.py).
-    lite = {q: model.export(str(root / q), format="litert", tokenizer="fast-bert", quantize=q,
-                            buckets=[128]) for q in ("none", "float16", "int8")}
+    lite = {q: model.export(str(root / q), format="litert", tokenizer="fast-bert", quantize=q)
+            for q in ("none", "float16", "int8")}
     return saved, lite
 
 
