@@ -10,6 +10,8 @@ import subprocess
 import sys
 from importlib import metadata
 
+import pytest
+
 from keras_bert.cli.quiet_start import HARMLESS, SHOW_ALL_VARIABLE, kept_lines
 
 VOCAB = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "keras_bert",
@@ -46,6 +48,7 @@ def _assert_tensorflow_lines(stderr: str) -> None:
     assert lines and all(any(p.search(line) for p in HARMLESS) for line in lines), lines
 
 
+@pytest.mark.slow
 def test_a_command_prints_its_own_output_only():
     quiet = _tokenize({})
     assert quiet.stdout == "the whale\n"
@@ -58,6 +61,7 @@ def test_a_command_prints_its_own_output_only():
     _assert_tensorflow_lines(debug.stderr)
 
 
+@pytest.mark.slow
 def test_convert_and_export_print_nothing_on_stderr(tiny_model_dir, tmp_path):
     converted = _run(["convert", tiny_model_dir, str(tmp_path / "hf"), "--to", "huggingface"])
     assert converted.stdout and converted.stderr == ""

@@ -82,6 +82,7 @@ def assert_export_answers_as_predict(out) -> None:
             assert value.tolist() == want, name
 
 
+@pytest.mark.slow
 @share("example:pretrain_from_scratch")
 def test_pretrain_from_scratch(tmp_path):
     out = run_example("pretrain_from_scratch.py", "--out", str(tmp_path))
@@ -204,6 +205,7 @@ def test_squad(tmp_path, minilm):
     assert_export_answers_as_predict(tmp_path)
 
 
+@pytest.mark.slow
 @share("example:feature_extraction")
 def test_feature_extraction(minilm):
     out = run_example("feature_extraction.py", "--minilm", minilm)
@@ -218,6 +220,7 @@ def test_feature_extraction(minilm):
     assert found == 8 and para > other + 0.3
 
 
+@pytest.mark.slow
 @share("example:export_and_serve")
 def test_export_and_serve(tmp_path, minilm):
     # The real MiniLM (as the example's default), so the served embeddings mean something.

@@ -106,6 +106,7 @@ def test_versions_are_atomic_and_never_overwritten(model_dir, tmp_path):
             pass
 
 
+@pytest.mark.slow
 def test_static_sequence_length(model_dir, exported, tmp_path):
     """`seq_length=16` pads every text to 16 tokens and truncates at 16 (`export_model`:
     "truncated at `seq_length`, else `max_length`"), BERT's way: `[CLS]`, the first 14

@@ -87,6 +87,7 @@ def test_distiller_loss_uses_the_teacher_and_the_student_learns(rng):
     assert forward_throughput(student, x, repeats=2) > 0
 
 
+@pytest.mark.slow
 def test_distill_cli_compares_teacher_and_student(model_dir, tmp_path, rng,  # noqa: F811
                                                   capsys):
     train, evaluation = _classify_files(tmp_path, rng)

@@ -171,6 +171,7 @@ def test_finetune_bad_inputs_exit_2_naming_the_row(model_dir, tmp_path, rng, cap
 # ----- regress -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_finetune_regress_writes_correlations(model_dir, tmp_path, rng, capsys):
     rows = [(" ".join(w), f"{w.count('whale') / len(w):.3f}") for w, _ in _sentences(rng, 48)]
     train = _write_csv(tmp_path / "train.tsv", ["text", "score"], [])
@@ -233,6 +234,7 @@ def _write_conll(path, sentences):
     return str(path)
 
 
+@pytest.mark.slow
 def test_finetune_tag_then_predict(model_dir, tmp_path, rng, capsys, monkeypatch):
     train = _write_conll(tmp_path / "train.conll", [_tagged_sentence(rng) for _ in range(96)])
     eval_sentences = [_tagged_sentence(rng) for _ in range(24)]

@@ -45,6 +45,7 @@ def _micro_f1(gold, predicted):
     return 2 * tp / total if total else 0.0
 
 
+@pytest.mark.slow
 def test_finetune_multilabel_then_predict_and_serve(model_dir, tmp_path, rng, capsys):
     train = _write_csv(tmp_path / "train.csv", ["text", "label"], _rows(rng, 128))
     evaluation = _write_csv(tmp_path / "eval.csv", ["text", "label"], _rows(rng, 48))

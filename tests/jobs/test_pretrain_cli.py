@@ -63,6 +63,7 @@ def test_model_directory_is_usable(run, monkeypatch, capsys):
     assert len(json.loads(capsys.readouterr().out)) == 128
 
 
+@pytest.mark.slow
 def test_rerun_resumes_and_continue_from_init(run, corpus, tmp_path):
     # A finished run started again trains no further (it restores the last checkpoint).
     before = json.loads((run / "metrics.json").read_text())

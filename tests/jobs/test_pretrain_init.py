@@ -66,6 +66,7 @@ def test_init_from_a_model_directory_starts_new_heads(tmp_path):
     assert not np.allclose(_heads(pretrainer)["nsp/kernel"], _heads(source)["nsp/kernel"])
 
 
+@pytest.mark.slow
 def test_cli_continues_a_google_release(tmp_path):
     path = str(tmp_path / "google")
     save_google_pretrainer(_source(seed=5), path, vocab_file=DEFAULT_VOCAB)

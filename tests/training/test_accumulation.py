@@ -68,6 +68,7 @@ def _global_norm(model, batch) -> float:
 # One optimizer per CI run, alternating (`rotating(every=2)`, tests/support/rotation.py); LAMB's
 # accumulation also runs through both pretraining phases every run
 # (tests/pretraining/test_phases.py).
+@pytest.mark.slow
 @pytest.mark.rotating(every=2)
 @pytest.mark.parametrize("optimizer", ["adamw", "lamb"])
 def test_k_micro_batches_equal_one_batch_of_k_times_b(tiny_config_no_dropout, optimizer):
@@ -123,6 +124,7 @@ def test_batch_must_split_into_micro_batches(tiny_config_no_dropout):
         model.compile(optimizer="adam", accumulation_steps=0)
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_accumulates_per_replica():
     """Two logical CPUs, each splitting its half of the batch into K micro-batches, end
     where one device does on the whole batch without accumulation (a subprocess: logical

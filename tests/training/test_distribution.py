@@ -45,6 +45,7 @@ def _assert_same_training(reference, other, tol=1e-5):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_mirrored_two_logical_cpus_equals_one_device(single, tmp_path):
     _wait(_start("mirrored", tmp_path))
     _assert_same_training(single, _load(tmp_path / "mirrored.npz"))
@@ -60,6 +61,7 @@ def _free_ports(n):
     return ports
 
 
+@pytest.mark.slow
 def test_multi_worker_two_processes_agree(single, tmp_path):
     ports = _free_ports(2)
     workers = [_start("worker", tmp_path, i, *ports) for i in range(2)]

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EPOCHS, STEPS = 4, 5
@@ -25,6 +26,7 @@ def _final(out):
         return arrays, int(data["iterations"]), data["initial_kernel"]
 
 
+@pytest.mark.slow
 def test_sigkill_mid_epoch_then_resume_is_identical(tmp_path):
     straight = _run(tmp_path / "straight")
     assert straight.returncode == 0, straight.stderr[-2000:]

@@ -53,6 +53,7 @@ def test_tfrecord_stream_is_static(tmp_path, capsys):
 # AdamW (the default) every CI run; Keras' own AdamW (the negative control: sparse gradients
 # reach the all-reduce) and LAMB alternate (`rotating(every=2)`, tests/support/rotation.py): one
 # TensorFlow process of ~12-30 s each fewer per run.
+@pytest.mark.slow
 @pytest.mark.parametrize("optimizer", [
     pytest.param("keras", marks=pytest.mark.rotating(every=2, slot=0)), "adamw",
     pytest.param("lamb", marks=pytest.mark.rotating(every=2, slot=1))])

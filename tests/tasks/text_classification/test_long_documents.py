@@ -194,6 +194,7 @@ def test_an_xla_export_reads_windows_as_the_plain_one(windowed):
     np.testing.assert_array_equal(got["num_windows"].numpy(), want["num_windows"])
 
 
+@pytest.mark.slow
 def test_the_command_line_reads_in_windows_too(tmp_path, capsys):
     """`keras-bert finetune --long-text windows`: the task block records the reading; the
     evaluation in `metrics.json`, `keras-bert predict` and the Python model loaded from the
@@ -234,6 +235,7 @@ def test_the_command_line_reads_in_windows_too(tmp_path, capsys):
     assert metrics["eval"]["accuracy"] == pytest.approx(accuracy)
 
 
+@pytest.mark.slow
 def test_embeddings_in_windows_are_the_token_weighted_mean_then_normalized(tmp_path):
     """A text's vector: its windows' vectors (the model's pooling, unnormalized) averaged,
     each weighted by the word pieces it read, then L2-normalized; the export answers it."""

@@ -214,6 +214,7 @@ class _KillAt(keras.callbacks.Callback):
             raise _Killed
 
 
+@pytest.mark.slow
 def test_interrupted_fit_resumes_to_the_uninterrupted_weights(model_dir, tmp_path):
     texts, labels = _sentences(5, 48)  # 3 batches of 16: 6 steps in 2 epochs
 
