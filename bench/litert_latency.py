@@ -17,12 +17,13 @@ answers the pooler output of all-MiniLM-L6-v2 for one text):
                  (`SessionBundle`), `serving_default` fed the raw string.
 
 One process; contenders take turns by blocks of `--block` requests (each block opened by 3
-untimed ones; `common.interleaved`), every one with `--threads` threads (ONNX Runtime
-without spinning). By blocks, because batch-1 calls taken in turns one by one each find
-the weights out of the caches after another runtime's call, which a server answering a
-stream of requests does not see; `--block 1` measures that way. Before timing, each contender's vectors on the texts are compared with
-`ort`'s (cosine printed). Texts (`--corpus`): `spans`, corpus spans of `--length` word
-pieces (every request the same length); `rotten-tomatoes`, the first `--texts` held-out
+untimed ones; `common.interleaved`), every one with `--threads` threads and its runtime's
+default settings otherwise (ONNX Runtime: full graph optimisation). By blocks, because
+batch-1 calls taken in turns one by one each find the weights out of the caches after
+another runtime's call, which a server answering a stream of requests does not see;
+`--block 1` measures that way. Before timing, each contender's vectors on the texts are
+compared with `ort`'s (cosine printed). Texts (`--corpus`): `spans`, corpus spans of
+`--length` word pieces (every request the same length); `rotten-tomatoes`, the first `--texts` held-out
 Rotten Tomatoes snippets (`examples/classify_rotten_tomatoes.py`'s split), each of its own
 length, so that consecutive requests change length (what a change costs LiteRT is in
 this figure: its interpreter resizes the network's tensors).
@@ -65,8 +66,8 @@ def parse_args(argv=None):
                    help="requests per turn (each turn opened by 3 untimed ones); 1: turns "
                         "by request, every call after another runtime's (cold caches)")
     p.add_argument("--contenders", default=",".join(CONTENDERS),
-                   help=f"comma-separated, of {', '.join(CONTENDERS)} (ort is always run: "
-                        "the reference)")
+                   help=f"comma-separated, of {', '.join(CONTENDERS)} (ort and ort_int8 always "
+                        "run: the ratios' references)")
     p.add_argument("--quick", action="store_true", help="tiny random model, few runs")
     return p.parse_args(argv)
 

@@ -64,8 +64,7 @@ class LiteRTGraph(tf.Module):
         """`[batch]` strings -> the task's outputs and `num_tokens`, `num_windows`,
         `truncated`, as the SavedModel's `serving_default`."""
         packed, num_tokens = self._pack(text)
-        used = tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=1))
-        outputs = self.outputs_fn(self.network(_cut(packed, used)), packed)
+        outputs = self.outputs_fn(self.network(_cut(packed, _longest(packed))), packed)
         ones = tf.ones_like(num_tokens)
         return {**outputs, "num_tokens": num_tokens, "num_windows": ones,
                 "truncated": num_tokens > self.max_length - 2}
@@ -80,7 +79,7 @@ class LiteRTGraph(tf.Module):
     def preprocess(self, text):
         """`[batch]` strings -> the three id tensors, as wide as the longest packed row."""
         packed, _ = self._pack(text)
-        return _cut(packed, tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=1)))
+        return _cut(packed, _longest(packed))
 
     def functions(self, text: bool = True) -> dict[str, tf.types.experimental.ConcreteFunction]:
         """`{signature name: concrete function}`: `serve_ids`, and with `text` the two
@@ -110,6 +109,11 @@ class LiteRTGraph(tf.Module):
         mask = tf.cast(position < kept[:, None] + 2, tf.int32)
         return {"input_word_ids": words, "input_mask": mask,
                 "input_type_ids": tf.zeros_like(words)}, num_tokens
+
+
+def _longest(packed: dict):
+    """The longest packed row of `packed` (its real tokens, `[CLS]` and `[SEP]` included)."""
+    return tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=1))
 
 
 def _cut(inputs: dict, width) -> dict:
