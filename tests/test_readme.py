@@ -445,6 +445,18 @@ def python_blocks(markdown: str) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", markdown, flags=re.S | re.M)
 
 
+def _litert_export(base_dir) -> None:
+    """A classifier's LiteRT export as version 1 of `base_dir`, where the LiteRT page's
+    blocks read it (`keras-bert export ... --format litert`, which the page shows, writes
+    the same files; a random BERT-tiny keeps it to seconds: the blocks' point is the
+    runtime's API, tests/export/test_litert.py checks the answers)."""
+    import keras_bert
+
+    clf = keras_bert.TextClassifier.from_pretrained(
+        "random-tiny", labels=["rotten", "fresh"], seq_length=32, seed=0)
+    clf.export(str(base_dir), format="litert", tokenizer="fast-bert")
+
+
 @pytest.mark.slow  # fits the real MiniLM: ~120 s in a fresh-clone CI run of 2026-11-26
 # With the README's classify-and-serve commands (the share `readme:python_block`):
 # every run fits, predicts, saves and exports the same class on a tiny model
@@ -462,6 +474,8 @@ def test_readme_python_blocks_run_as_printed(tmp_path):
         work.mkdir()
         script = work / "block.py"
         script.write_text(block, encoding="utf-8")
+        if "BASE_DIR" in block:  # the LiteRT page's blocks read an export from BASE_DIR/1
+            _litert_export(work / "BASE_DIR")
         result = subprocess.run([os.path.join(REPO, ".venv", "bin", "python"), str(script)],
                                 cwd=work, env=env, capture_output=True, text=True,
                                 timeout=600)
