@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import configparser
 import glob
+import importlib
 import os
 import re
 import subprocess
@@ -47,8 +48,8 @@ def test_collection_puts_them_first_and_keeps_every_file_together(pytester):
 
 def _items(pytester, monkeypatch, *paths: str) -> list:
     """The items of a local collection of `paths` (no rotation: every test), in one
-    collection (pytester forgets the modules a collection imported; TF Text's second import
-    in one process fails)."""
+    collection (pytester forgets the modules a collection imported: request
+    `rotating_modules` before `pytester` where the files import TF Text or Keras classes)."""
     monkeypatch.delenv("KERAS_BERT_ROTATION", raising=False)
     items, _ = pytester.inline_genitems("-p", "no:cacheprovider", "--rootdir", _ROOT, *paths)
     return items
@@ -60,17 +61,34 @@ def _kept(items, rotation: int) -> set[str]:
 
 
 # The files that hold `rotating` tests.
-ROTATING_FILES = ("examples/test_examples.py", "examples/test_notebook.py", "test_readme.py",
-                  "test_bench.py", "export/test_runtime_matrix.py",
-                  "export/test_runtime_check.py", "test_oldest_supported.py",
-                  "test_kaggle_wheelhouse.py", "jobs/test_finetune_resume.py",
-                  "jobs/test_pretrain_resume.py", "training/test_accumulation.py",
-                  "training/test_static_shapes.py",
-                  "tasks/text_classification/test_long_documents.py",
-                  "checkpoints/test_model_garden_exports.py", "export/test_litert_minilm.py")
+def _rotating_files() -> list[str]:
+    """The test files (relative to tests/) that mark a test `rotating`, found by their text
+    (collecting every file would import the whole suite)."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(_ROOT, "tests", "**", "test_*.py"),
+                                 recursive=True)):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        if re.search(r"\bshare\(|mark\.rotating\(", text):
+            found.append(os.path.relpath(path, os.path.join(_ROOT, "tests")))
+    return found
 
 
-def test_every_landing_carries_its_shares_and_stays_under_budget(pytester, monkeypatch):
+ROTATING_FILES = _rotating_files()
+
+
+@pytest.fixture(scope="module")
+def rotating_modules():
+    """Imports the rotating files before `pytester` snapshots the imported modules: it
+    forgets, after the test, the modules a collection imported first, and importing TF Text
+    (or a module of Keras classes) a second time in one process fails, in this test or a
+    later one in the same worker."""
+    for name in ROTATING_FILES:
+        importlib.import_module("tests." + name[:-3].replace(os.sep, "."))
+
+
+def test_every_landing_carries_its_shares_and_stays_under_budget(rotating_modules, pytester,
+                                                                  monkeypatch):
     """Each share (`tests/support/rotation.py: SHARES`) is the `rotating` mark of at least one test
     and every mark of a period over 2 names one; under a rotation number a run keeps exactly
     the tests of that landing's shares (and every other test), a full cycle runs each share

@@ -35,7 +35,7 @@ class Share(NamedTuple):
 
 
 CYCLE = 12
-LANDING_BUDGET_S = 560  # the rotating test time one landing may carry (docs/testing.md)
+LANDING_BUDGET_S = 600  # the rotating test time one landing may carry (docs/testing.md)
 
 # Figures: CI's durations logs of 2026-11-26 (a fresh-clone run of 47.6 min in all, then
 # docs/runs/ci-durations-2026-11-26-{b8ae702,2215a36,99efd62}.md), the largest seen, and the
@@ -100,6 +100,15 @@ SHARES: dict[str, Share] = {
     # the real MiniLM to LiteRT float32 / float16 / int8, one bucket each (81 s alone,
     # 5.6 GB peak, 2026-11-27)
     "litert:minilm": Share(12, 11, 90),
+    # Slow tests that ran in every landing until CI came within two minutes of its 30-minute
+    # bar (1,693 and 1,714 s): each repeats with the real MiniLM or at full length what
+    # smaller tests check in every run. Figures: a local `scripts/test.sh --full`, 2026-11-27.
+    # The real MiniLM exported in bf16 and fp16 (a tiny model: test_recorded_precision.py)
+    "precision:minilm": Share(12, 5, 118),  # ~
+    # Phase 1 then phase 2 through the CLI (the phase-2 schedule: training/test_optimizer.py;
+    # starting from a checkpoint: jobs/test_pretrain_init.py)
+    "phases": Share(12, 2, 107),  # ~
+    "hubid:minilm": Share(12, 9, 65),  # ~ (tiny models by hub id: the rest of test_hub_ids.py)
     "readme:convert_pretrain": Share(12, 11, 390),
 }
 
