@@ -35,81 +35,67 @@ class Share(NamedTuple):
 
 
 CYCLE = 12
-LANDING_BUDGET_S = 600  # the rotating test time one landing may carry (docs/testing.md)
+LANDING_BUDGET_S = 560  # the rotating test time one landing may carry (docs/testing.md)
 
-# Figures: CI's durations logs of 2026-11-26 (a fresh-clone run of 47.6 min in all, then
-# docs/runs/ci-durations-2026-11-26-{b8ae702,2215a36,99efd62}.md), the largest seen, and the
-# dated runs below; "~" where no logged run has the share alone (an estimate).
+# Seconds: the largest figure seen for the share in CI's durations logs (docs/runs/
+# ci-durations-*.md), a local `scripts/test.sh --full` run and a CI-tier run of slot 2
+# (both 2026-11-27, docs/runs.md). The shares are spread so that every landing carries
+# 509-540 s: a CI run of slot 2 with 761 s of shares took 1,728 s in all (2026-11-27).
 SHARES: dict[str, Share] = {
-    # The older environments (each builds its virtual environment): TF Serving 2.13-2.19's
-    # TF Text runtime once in three landings, the others once in six; none in the landings
-    # that carry the heaviest real-MiniLM runs (slots 4, 5, 10, 11 of the cycle).
-    # The runtimes build with uv (TF 2.12.1's: ~55 -> 23 s alone, 2026-11-27), so the figures
-    # logged with pip overstate them: "~".
-    "env:tf-2.12.1": Share(3, 0, 110),  # ~ (133 with pip: matrix 110 + runtime_check 23)
-    # ~ (matrix 101 + the wheelhouse 148 + the wheels installed next to it: 96 s alone; in
-    # the fresh-clone slot-7 run of f2b8187, 2026-11-27, the last two took 56 and 87 s:
-    # docs/runs/ci-durations-2026-11-27-a94cac3.md)
+    # The older environments (each builds its virtual environment; at most one per landing):
+    # TF Serving 2.13-2.19's TF Text runtime once in three landings, TF 2.20.0 (the Kaggle
+    # image) and the oldest supported versions once in six, Model Garden's environment
+    # (tf-models-official 2.20.0) in slot 10, the only one without another environment or
+    # another Python's turn.
+    "env:tf-2.12.1": Share(3, 0, 110),
     "env:tf-2.20.0": Share(6, 1, 345),
-    "env:oldest": Share(6, 2, 220),
-    # Model Garden's environment (tf-models-official 2.20.0): its checkpoints and TF Hub
-    # SavedModels made there, converted and checked (tests/checkpoints/
-    # test_model_garden_exports.py): ~ (116-139 s alone with the environment made, on a host
-    # shared with other runs, 2026-11-27; + 40 s to make it from a warm uv cache). Slot 10,
-    # the only one without another environment or another Python's turn.
-    "env:tf-models-2.20.0": Share(12, 10, 180),  # tests/test_oldest_supported.py: 220 alone (2026-11-27)
-    # Real processes and the examples without learning checks, once in six landings.
-    "example:export_and_serve": Share(6, 0, 44),
-    "kill:finetune-twice": Share(6, 1, 88),
-    "kill:pretrain-tfrecords": Share(6, 2, 77),
-    "example:pretrain_from_scratch": Share(6, 3, 38),
-    "example:feature_extraction": Share(6, 3, 40),
-    "notebook": Share(6, 4, 89),
-    "kill:pretrain-corpus": Share(6, 5, 70),
-    # The real-MiniLM learning runs (the documentation's command parts, examples) and the
-    # benchmarks' --quick runs, once in twelve landings.
-    "example:text_classifier": Share(12, 0, 143),
-    "example:distributed": Share(12, 0, 70),
-    "bench:encoder_forward.py": Share(12, 0, 29),
-    "bench:pretraining_pipeline.py": Share(12, 0, 30),  # ~
-    "bench:serving_latency.py": Share(12, 6, 127),  # slot 1 (env:tf-2.20.0's) would pass the budget
-    "example:ner": Share(12, 2, 127),
-    "example:text_regressor": Share(12, 2, 60),  # ~
-    "example:rotten_tomatoes_then_distill": Share(12, 3, 174),
-    "bench:text_classifier_fit.py": Share(12, 3, 71),
-    "readme:classify_serve": Share(12, 4, 300),  # ~
-    "readme:python_block": Share(12, 4, 90),  # ~ (89.8 s alone, 2026-11-27)
-    "bench:serving_profile.py": Share(12, 0, 34),  # needs torch: not in slot 4 (3.10's)
-    "readme:tag_multilabel": Share(12, 5, 300),  # ~
-    "bench:pretrain_accelerator.py": Share(12, 5, 89),
-    "example:squad": Share(12, 6, 275),
-    "bench:serve_abuse.py": Share(12, 0, 29),
-    "bench:pretrain_step.py": Share(12, 7, 69),
-    "longdoc:minilm": Share(12, 3, 85),  # ~ (58 s alone, 2026-11-27); slot 7 would pass the budget
-    "bench:beam_pipeline.py": Share(12, 8, 164),
-    "readme:squad_serve": Share(12, 9, 237),
-    "bench:long_document_defaults.py": Share(12, 9, 40),  # ~ (37 s alone, 2026-11-27)
-    "example:multilabel": Share(12, 10, 217),
-    "bench:tokenizer_speed.py": Share(12, 10, 30),  # ~
-    "bench:preprocessing_cost.py": Share(12, 10, 33),
-    "bench:finetune_step.py": Share(12, 1, 52),  # slot 10 carries Model Garden's environment
-    "bench:client_codec.py": Share(12, 1, 15),  # ~ (9 s alone, 2026-11-27)
-    "bench:litert_latency.py": Share(12, 1, 45),  # ~ (a tiny model's ONNX and LiteRT files)
-    # ~ (~25 s alone, 2026-11-27); slot 10 carries Model Garden's environment
-    "bench:long_documents.py": Share(12, 8, 40),
-    # the real MiniLM to LiteRT float32 / float16 / int8, one bucket each (81 s alone,
-    # 5.6 GB peak, 2026-11-27)
-    "litert:minilm": Share(12, 11, 90),
-    # Slow tests that ran in every landing until CI came within two minutes of its 30-minute
-    # bar (1,693 and 1,714 s): each repeats with the real MiniLM or at full length what
-    # smaller tests check in every run. Figures: a local `scripts/test.sh --full`, 2026-11-27.
-    # The real MiniLM exported in bf16 and fp16 (a tiny model: test_recorded_precision.py)
-    "precision:minilm": Share(12, 5, 118),  # ~
-    # Phase 1 then phase 2 through the CLI (the phase-2 schedule: training/test_optimizer.py;
-    # starting from a checkpoint: jobs/test_pretrain_init.py)
-    "phases": Share(12, 2, 107),  # ~
-    "hubid:minilm": Share(12, 9, 65),  # ~ (tiny models by hub id: the rest of test_hub_ids.py)
-    "readme:convert_pretrain": Share(12, 11, 390),
+    "env:oldest": Share(6, 2, 268),
+    "env:tf-models-2.20.0": Share(12, 10, 180),
+    # Once in twelve landings, by slot: the real-MiniLM runs (the documentation's commands in
+    # four parts, the examples' learning runs, bf16/fp16 exports, hub ids, phases 1 + 2,
+    # long documents, LiteRT), real processes killed and resumed, the examples without a
+    # learning check, the notebook, and the benchmarks' --quick runs. The benchmarks that need
+    # torch are not in slots 4, 5 and 11 (other Pythons: landing_python).
+    "example:squad": Share(12, 0, 275),
+    "notebook": Share(12, 0, 89),
+    "example:export_and_serve": Share(12, 0, 44),
+    "longdoc:minilm": Share(12, 1, 116),
+    "bench:litert_latency.py": Share(12, 1, 45),
+    "bench:serve_abuse.py": Share(12, 1, 30),
+    "example:rotten_tomatoes_then_distill": Share(12, 2, 174),
+    "bench:pretrain_step.py": Share(12, 2, 69),
+    "readme:squad_serve": Share(12, 3, 237),
+    "readme:python_block": Share(12, 3, 90),
+    "example:distributed": Share(12, 3, 70),
+    "bench:tokenizer_speed.py": Share(12, 3, 30),
+    "readme:convert_pretrain": Share(12, 4, 390),
+    "kill:finetune-twice": Share(12, 4, 88),
+    "example:feature_extraction": Share(12, 4, 40),
+    "readme:classify_serve": Share(12, 5, 300),
+    "example:text_classifier": Share(12, 5, 143),
+    "hubid:minilm": Share(12, 5, 65),
+    "bench:client_codec.py": Share(12, 5, 15),
+    "example:multilabel": Share(12, 6, 217),
+    "phases": Share(12, 6, 116),
+    "bench:long_document_defaults.py": Share(12, 6, 57),
+    "bench:preprocessing_cost.py": Share(12, 6, 39),
+    "litert:minilm": Share(12, 7, 102),
+    "bench:finetune_step.py": Share(12, 7, 52),
+    "bench:long_documents.py": Share(12, 7, 40),
+    "bench:serving_latency.py": Share(12, 8, 153),
+    "kill:pretrain-tfrecords": Share(12, 11, 77),
+    "bench:encoder_forward.py": Share(12, 8, 42),
+    "bench:beam_pipeline.py": Share(12, 9, 208),
+    "precision:minilm": Share(12, 9, 121),
+    "kill:pretrain-corpus": Share(12, 9, 70),
+    "example:text_regressor": Share(12, 10, 183),
+    "bench:pretrain_accelerator.py": Share(12, 10, 89),
+    "bench:serving_profile.py": Share(12, 10, 50),
+    "example:pretrain_from_scratch": Share(12, 10, 38),
+    "readme:tag_multilabel": Share(12, 11, 300),
+    "example:ner": Share(12, 11, 133),
+    "bench:text_classifier_fit.py": Share(12, 8, 71),
+    "bench:pretraining_pipeline.py": Share(12, 11, 30),
 }
 
 
