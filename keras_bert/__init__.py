@@ -6,9 +6,16 @@ not import Keras.
 """
 
 import importlib
+import importlib.util
 import os
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+# TensorFlow is the package's backend (the text pipeline and the exports are TensorFlow's);
+# where it is not installed (an accelerator image with JAX alone), the networks and the
+# training loop on token ids run on JAX. KERAS_BACKEND, when set, wins.
+if "KERAS_BACKEND" not in os.environ:
+    os.environ["KERAS_BACKEND"] = (
+        "tensorflow" if importlib.util.find_spec("tensorflow") is not None
+        or importlib.util.find_spec("jax") is None else "jax")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 __version__ = "0.1.0"

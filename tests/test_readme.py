@@ -462,6 +462,7 @@ def _litert_export(base_dir) -> None:
 # every run fits, predicts, saves and exports the same class on a tiny model
 # (tests/tasks/text_classification/test_text_classifier.py).
 @share("readme:python_block")
+@pytest.mark.needs_jax  # the Backends page's block trains on Keras' JAX backend
 def test_readme_python_blocks_run_as_printed(tmp_path):
     """The Python blocks (README.md's example, which the Python API page includes, and that
     page's encoder block) run as printed (real MiniLM weights) and print the shapes and layer

@@ -29,6 +29,7 @@ from keras_bert.export.op_audit import DEFAULT_TARGET
 from keras_bert.export.session_bundle import SessionBundle, read_signature_defs
 from keras_bert.export.versions import atomic_version_dir
 from keras_bert.export.warmup import predict_log, write_warmup
+from keras_bert.training.backends import require_tensorflow
 
 # `export --precision` -> the Keras dtype policy the model is rebuilt under: matmuls in that
 # precision; variables, softmax, LayerNorm statistics and every output in float32. Without
@@ -114,6 +115,7 @@ def write_export(model, base_dir: str, format: str = "saved_model", **options):
     format does not take."""
     if format not in EXPORT_FORMATS:
         raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
+    require_tensorflow("export")
     if format == "saved_model":
         return write_version(model, base_dir, **options)
     from keras_bert.export.litert import LITERT_OPTIONS, write_litert

@@ -154,6 +154,7 @@ def _columns(job: DistillJob, config, labels) -> dict:
 def _distill(job: DistillJob, teacher, student, train_ds, examples: int) -> dict:
     """Trains `student` on `teacher`'s soft targets; the epochs' logs."""
     from keras_bert.tasks.text_classification.distillation import Distiller
+    from keras_bert.training.backends import default_jit_compile
     from keras_bert.training.optimizer import build_optimizer, create_optimizer
 
 
@@ -161,7 +162,7 @@ def _distill(job: DistillJob, teacher, student, train_ds, examples: int) -> dict
     total_steps = math.ceil(examples / job.batch_size) * job.epochs
     distiller.compile(optimizer=create_optimizer(job.learning_rate, total_steps,
                                                  int(job.warmup_fraction * total_steps)),
-                      jit_compile=False)
+                      jit_compile=default_jit_compile())
     build_optimizer(distiller)
     history = distiller.fit(train_ds, epochs=job.epochs, verbose=job.verbose, shuffle=False)
     return {k: [float(v) for v in values] for k, values in history.history.items()}

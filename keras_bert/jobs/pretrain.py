@@ -1,8 +1,8 @@
 """A complete pretraining run: data, model, optimizer, strategy, checkpoints, metrics, curves.
 
-`run_pretraining(PretrainJob(...))` is what `keras-bert pretrain` calls; it is plain
-`model.fit` underneath. A run that is killed picks up where its last checkpoint left it when
-started again with the same arguments (the data stream is a pure function of the step).
+`run_pretraining(PretrainJob(...))` is what `keras-bert pretrain` calls: plain `model.fit`
+underneath. A killed run started again with the same arguments picks up at its last
+checkpoint (the data stream is a pure function of the step).
 `optimizer="lamb"` and `accumulation_steps=K` (K micro-batches of `batch_size` per update)
 are the large-batch recipe; `phase2_from=OUT` continues a finished run (weights and
 optimizer state) as BERT's second phase (`keras_bert.pretraining.phases`).
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from keras_bert.config import DEFAULT_SEQ_LENGTH, OPTIMIZERS
 from keras_bert.jobs.options import option, with_fetched_checkpoint
+from keras_bert.training.backends import default_jit_compile
 from keras_bert.training.precision import (
     AUTO,
     PRECISION_CHOICES,
@@ -93,7 +94,7 @@ class PretrainJob:
                             choices=PRECISION_CHOICES)
     strategy: str = option("auto", "distribution strategy", choices=(
         "auto", "default", "mirrored", "multi_worker", "tpu"))
-    jit_compile: bool = option(False, "XLA (measured slower on CPU)")
+    jit_compile: bool | None = option(None, "XLA (default: on GPUs and TPUs, off on CPUs)")
     eval_fraction: float = option(0.15, cli=False)  # of the corpus documents (per file)
     eval_steps: int = option(20, cli=False)
     seed: int = option(12345, "seeds the model, the masks and the pairs")
@@ -107,6 +108,8 @@ class PretrainJob:
             self.precision = "mixed_bfloat16"  # the TPU system is not initialised yet
         self.precision = resolve_precision(self.precision)
         self.precision_note = precision_line(asked, self.precision, self.strategy)
+        if self.jit_compile is None:  # resolved once, so that a resumed run compares it
+            self.jit_compile = self.strategy == "tpu" or bool(default_jit_compile())
         if self.steps < 1 or self.steps_per_epoch < 1 or self.batch_size < 1:
             raise ValueError("steps, steps_per_epoch and batch_size must be positive")
         if self.steps % self.steps_per_epoch:
@@ -127,8 +130,7 @@ class PretrainJob:
 
 
 _NOT_ARGUMENTS = ("out", "verbose", "callbacks", "precision_note")
-# Arguments added after runs were checkpointed: left out of the stored arguments at their
-# defaults, so that those runs still resume.
+# Arguments added after runs were checkpointed: left out at their defaults, so those resume.
 _LATER_DEFAULTS = {"optimizer": "adamw", "accumulation_steps": 1, "phase2_from": None}
 
 

@@ -62,7 +62,10 @@ class BertEmbeddings(keras.layers.Layer):
                         f"({self.max_position_embeddings})")
             with tf.control_dependencies([check]):  # checked before the slice, not racing it
                 seq_length = tf.identity(seq_length)
-        positions = ops.slice(self.position_embeddings.embeddings, (0, 0),
+        # The table as a tensor: JAX (0.10 on) no longer converts a Keras variable passed
+        # to one of its primitives.
+        table = ops.convert_to_tensor(self.position_embeddings.embeddings)
+        positions = ops.slice(table, (0, 0),
                               (seq_length, self.hidden_size))
         x = self.word_embeddings(input_word_ids)
         x = x + self.type_embeddings(input_type_ids)

@@ -16,18 +16,37 @@ update runs at `schedule(K - 1)` and the schedule ends K times too early), and u
 MirroredStrategy `fit` fails (its `ops.cond` wraps the optimizer's `merge_call`s:
 "`merge_call` called while defining a new graph"). Both measured with TF 2.21.
 
-TensorFlow backend only (the package's).
+Two implementations of the same step, one per backend whose `train_step` it replaces:
+TensorFlow's (a `tf.while_loop`, `tf.GradientTape`) and JAX's (a `jax.lax.scan` over Keras'
+stateless `compute_loss_and_updates`, the function Keras' own JAX step differentiates).
+Each imports its framework only when called, so the networks import without TensorFlow.
 """
 
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
+
+
+def accumulated_train_step(model: keras.Model, *args, steps: int):
+    """The running backend's accumulated step: `model.train_step(*args)` with the batch
+    split into `steps` micro-batches and one optimizer update (`args` is the backend's
+    `train_step` signature: `(data,)` on TensorFlow, `(state, data)` on JAX)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return tensorflow_accumulated_step(model, *args, steps=steps)
+    if backend == "jax":
+        return jax_accumulated_step(model, *args, steps=steps)
+    raise NotImplementedError(
+        f"gradient accumulation (accumulation_steps={steps}) runs on Keras' TensorFlow and "
+        f"JAX backends, not {backend!r}")
 
 
 def split_micro_batches(data, steps: int):
     """`data` (a nest of tensors whose first dimension is `steps * B`) as the same nest of
     `[steps, B, ...]` tensors; raises when the batch does not divide by `steps`."""
+    import tensorflow as tf
+
     def split(tensor):
         if tensor is None:
             return None
@@ -43,7 +62,7 @@ def split_micro_batches(data, steps: int):
     return tf.nest.map_structure(split, data)
 
 
-def accumulated_train_step(model: keras.Model, data, steps: int) -> dict:
+def tensorflow_accumulated_step(model: keras.Model, data, steps: int) -> dict:
     """Keras' TensorFlow `train_step` (forward, `compute_loss`, the `loss` tracker, loss
     scaling, `compute_metrics`) over `steps` micro-batches of `data`, then one
     `optimizer.apply` with the mean of their gradients.
@@ -51,6 +70,8 @@ def accumulated_train_step(model: keras.Model, data, steps: int) -> dict:
     The update is the gradient of the mean of the micro-batch losses: for losses that are
     means over equally many items per micro-batch, the gradient of one batch of `steps * B`.
     """
+    import tensorflow as tf
+
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
     micro = split_micro_batches((x, y, sample_weight), steps)
     variables = model.trainable_variables
@@ -85,4 +106,55 @@ def accumulated_train_step(model: keras.Model, data, steps: int) -> dict:
     return model.get_metrics_result()
 
 
-__all__ = ["accumulated_train_step", "split_micro_batches"]
+def jax_accumulated_step(model: keras.Model, state, data, steps: int):
+    """Keras' JAX `train_step` (stateless: `state` in, `(logs, state)` out) over `steps`
+    micro-batches of `data`, one `optimizer.stateless_apply` with the mean gradient.
+
+    The micro-batches run in a `jax.lax.scan`, so one micro-batch's activations are alive
+    at a time and the step compiles once whatever `steps` is; the metrics (the loss
+    tracker's included) see every micro-batch, as on TensorFlow. The loss is scaled inside
+    `compute_loss_and_updates` and `LossScaleOptimizer.stateless_apply` unscales and checks
+    the averaged gradients, so an overflow in any micro-batch skips the whole update.
+    """
+    import jax
+
+    trainable, non_trainable, optimizer_variables, metrics_variables = state
+    x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+
+    def split(tensor):
+        if tensor is None:
+            return None
+        batch = tensor.shape[0]
+        if batch % steps:
+            raise ValueError(f"a batch of {batch} examples does not split into {steps} "
+                             "micro-batches")
+        return ops.reshape(tensor, (steps, batch // steps, *tensor.shape[1:]))
+
+    micro = keras.tree.map_structure(split, (x, y, sample_weight))
+    gradient = jax.value_and_grad(model.compute_loss_and_updates, has_aux=True)
+
+    def body(carry, batch):
+        sums, non_trainable, metrics_variables = carry
+        mx, my, msw = batch
+        (_, aux), grads = gradient(trainable, non_trainable, metrics_variables, mx, my, msw,
+                                   training=True, optimizer_variables=optimizer_variables)
+        unscaled, y_pred, non_trainable, metrics_variables = aux
+        _, metrics_variables = model._update_metrics_variables(
+            metrics_variables, unscaled, mx, my, y_pred, msw)
+        sums = [total + grad.astype(total.dtype) for total, grad in zip(sums, grads,
+                                                                        strict=True)]
+        return (sums, non_trainable, metrics_variables), None
+
+    zeros = [jax.numpy.zeros(v.shape, v.dtype) for v in trainable]
+    (sums, non_trainable, metrics_variables), _ = jax.lax.scan(
+        body, (zeros, non_trainable, metrics_variables), micro)
+    trainable, optimizer_variables = model.optimizer.stateless_apply(
+        optimizer_variables, [total / steps for total in sums], trainable)
+    with keras.StatelessScope(state_mapping=list(zip(model.metrics_variables,
+                                                      metrics_variables, strict=True))):
+        logs = model.get_metrics_result()
+    return logs, (trainable, non_trainable, optimizer_variables, metrics_variables)
+
+
+__all__ = ["accumulated_train_step", "jax_accumulated_step", "split_micro_batches",
+           "tensorflow_accumulated_step"]

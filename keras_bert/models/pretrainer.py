@@ -17,6 +17,7 @@ from keras_bert.config import BertConfig
 from keras_bert.layers import BertMaskedLMHead, BertNextSentenceHead
 from keras_bert.models.accumulation import accumulated_train_step
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.training.backends import replicas_in_sync
 
 PRETRAINING_INPUT_NAMES = (*INPUT_NAMES, "masked_lm_positions")
 LABEL_NAMES = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
@@ -44,13 +45,8 @@ def next_sentence_loss(next_sentence_labels, nsp_logits):
 
 def _per_replica(loss):
     """`loss / replicas` inside a `tf.distribute` strategy with several replicas."""
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        replicas = tf.distribute.get_strategy().num_replicas_in_sync
-        if replicas > 1:
-            loss = loss / replicas
-    return loss
+    replicas = replicas_in_sync()
+    return loss / replicas if replicas > 1 else loss
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -162,10 +158,11 @@ class BertPretrainer(keras.Model):
         self.accumulation_steps = int(accumulation_steps)
         super().compile(optimizer=optimizer, **kwargs)
 
-    def train_step(self, data):
+    def train_step(self, *args):
+        # `args`: the backend's own signature, `(data,)` on TensorFlow, `(state, data)` on JAX.
         if self.accumulation_steps == 1:
-            return super().train_step(data)
-        return accumulated_train_step(self, data, self.accumulation_steps)
+            return super().train_step(*args)
+        return accumulated_train_step(self, *args, steps=self.accumulation_steps)
 
     def compile_from_config(self, config):
         """Re-compiles a loaded `.keras` model (Keras skips this for a custom `compile`)."""

@@ -173,11 +173,13 @@ class TextPretrainer(keras.Model):
 
     def compile(self, optimizer=None, *, learning_rate: float = DEFAULT_LEARNING_RATE,
                 warmup_steps: int | None = None, weight_decay: float = 0.01,
-                accumulation_steps: int = 1, jit_compile: bool = False, **kwargs):
+                accumulation_steps: int = 1, jit_compile: bool | None = None, **kwargs):
         """`optimizer`: `"adamw"` (default) or `"lamb"`, BERT's, built by `fit` under
         warmup (`warmup_steps`, default 10% of the fit's) and linear decay to 0 over the
         fit's steps; or a Keras optimizer, used as it is. `accumulation_steps=K`: each
-        update averages K micro-batches of `fit`'s `batch_size`."""
+        update averages K micro-batches of `fit`'s `batch_size`. `jit_compile` (XLA)
+        defaults to the device's choice (`keras_bert.training.backends.default_jit_compile`)."""
+        from keras_bert.training.backends import default_jit_compile
         from keras_bert.training.optimizer import OPTIMIZERS
 
         name = optimizer or "adamw"
@@ -192,8 +194,10 @@ class TextPretrainer(keras.Model):
             optimizer = None
         else:
             self._optimizer_settings = None
-        self._compile_arguments = {"accumulation_steps": int(accumulation_steps),
-                                   "jit_compile": jit_compile, **kwargs}
+        self._compile_arguments = {
+            "accumulation_steps": int(accumulation_steps),
+            "jit_compile": default_jit_compile() if jit_compile is None else jit_compile,
+            **kwargs}
         if optimizer is not None:
             self.pretrainer.compile(optimizer=optimizer, **self._compile_arguments)
         self.compiled = True
@@ -340,8 +344,9 @@ class TextPretrainer(keras.Model):
         if os.path.exists(filepath) and not overwrite:
             raise FileExistsError(f"{filepath} exists (overwrite=False)")
         steps = 0
-        if self.pretrainer.optimizer is not None and self.pretrainer.optimizer.built:
-            steps = int(self.pretrainer.optimizer.iterations.numpy())
+        optimizer = getattr(self.pretrainer, "optimizer", None)  # none before compile
+        if optimizer is not None and optimizer.built:
+            steps = int(optimizer.iterations.numpy())
         tokenizer = self.tokenizer
         return save_model_dir(
             self.pretrainer.encoder, str(filepath), tokenizer.vocab, tokenizer.lower_case,

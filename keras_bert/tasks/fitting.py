@@ -1,5 +1,6 @@
-"""What `TextTaskModel.fit` checks and records beside the Keras loop: its arguments, the
-checkpoint a resumable fit saves and compares, and the strings of `predict`'s answers."""
+"""What `TextTaskModel.fit` runs beside the Keras loop: its arguments' checks, the training
+loop over the kind's rows (`fit_rows`), the checkpoint a resumable fit saves and compares,
+and the strings of `predict`'s answers."""
 
 from __future__ import annotations
 
@@ -22,6 +23,39 @@ def check_fit_arguments(x, kwargs: dict, checkpoint_dir: str | None, seed: int |
     if checkpoint_dir is not None and seed is None:
         raise ValueError("a resumable fit (checkpoint_dir=) needs seed=, so that the "
                          "resumed run sees the batches the interrupted one would have")
+
+
+def fit_rows(model, rows: list, *, batch_size: int, epochs: int, seed: int,
+             validation_rows: list | None = None, checkpoint=None,
+             **fit_kwargs) -> tuple[dict, int]:
+    """`TextTaskModel._fit_rows` (see there): the kind's stream of `rows`, the optimizer
+    sized from its steps unless one was compiled, the restored step, Keras' `fit`."""
+    from keras_bert.training import backends
+    from keras_bert.training.resume import fit_from_step
+
+    if int(epochs) < 1:
+        raise ValueError(f"epochs must be at least 1, got {epochs}")
+    # TPUs compile for one batch shape: there the last, partial batch is dropped (not
+    # verified on a TPU here; MirroredStrategy, one device and JAX keep every example).
+    static = backends.static_batches(model)
+    stream, count = model._stream(rows, batch_size, int(seed), drop_remainder=static)
+    steps = count // batch_size if static else -(-count // batch_size)
+    if steps < 1:
+        raise ValueError(f"{count} examples do not fill one batch of {batch_size}")
+    sized = not model.compiled or model._sized_optimizer
+    if sized:  # the kind's loss and metrics, BERT's AdamW for this many steps
+        with backends.distribution_scope(model):
+            model._compile(model.schedule.optimizer(steps * int(epochs)),
+                           **model._compile_arguments)
+    start = checkpoint.restore(model)["step"] if checkpoint is not None else 0
+    model._sized_optimizer = sized
+    validation = (None if validation_rows is None
+                  else model._stream(validation_rows, batch_size)[0])
+    callbacks = [*([checkpoint] if checkpoint else []), *fit_kwargs.pop("callbacks", [])]
+    logs = fit_from_step(model, stream, epochs=int(epochs), steps_per_epoch=steps,
+                         start_step=start, validation_data=validation, callbacks=callbacks,
+                         **fit_kwargs)
+    return logs, count
 
 
 def pair_of(validation_data) -> tuple:

@@ -40,6 +40,7 @@ from keras_bert.text.sentence_windows import (
     read_windows,
     truncation_stats,
 )
+from keras_bert.training.backends import is_tensorflow
 
 Endpoint = tuple[Callable, list[tf.TensorSpec]]
 PREDICT_BATCH = 32  # texts per call when answering in process
@@ -114,6 +115,9 @@ class ServingModule:
     # Sentence-level modules may run the network XLA-compiled (`use_xla`); the tagger and
     # span-QA subclasses read per-token outputs at the packed length and do not.
     supports_xla = True
+    # Whether the network's outputs have a position axis (axis 1: the tagger's logits, span
+    # QA's start and end logits), cut back to the packed length after a padded run.
+    per_token_outputs = False
 
     def use_xla(self) -> None:
         """Runs the network under `jit_compile` (XLA) with each batch padded to a length
@@ -135,12 +139,25 @@ class ServingModule:
 
     def network(self, inputs: dict):
         """Packed inputs -> the model's outputs (XLA-compiled over length buckets after
-        `use_xla`)."""
-        if getattr(self, "_xla_model", None) is None:
+        `use_xla`; on a Keras backend other than TensorFlow, the model's own compiled
+        `predict_on_batch` over the same buckets, answering in process)."""
+        compiled = getattr(self, "_xla_model", None)
+        if compiled is None and is_tensorflow():
             return self.model(inputs, training=False)
         batch = tf.shape(inputs["input_word_ids"])[0]
+        length = tf.shape(inputs["input_word_ids"])[1]
         padded = pad_to_bucket(inputs, self.preprocessor.max_length)
-        return tf.nest.map_structure(lambda t: t[:batch], self._xla_model(padded))
+        outputs = compiled(padded) if compiled is not None else self._backend_call(padded)
+
+        def unpad(tensor):
+            return tensor[:batch, :length] if self.per_token_outputs else tensor[:batch]
+        return tf.nest.map_structure(unpad, outputs)
+
+    def _backend_call(self, inputs: dict):
+        """The model run by its own Keras backend (JAX: one jitted function per bucket
+        shape) on eager `inputs`; its outputs as TensorFlow tensors."""
+        outputs = self.model.predict_on_batch({k: v.numpy() for k, v in inputs.items()})
+        return tf.nest.map_structure(lambda value: tf.constant(np.asarray(value)), outputs)
 
     def run(self, inputs: dict) -> dict:
         """Packed inputs -> the task's named outputs."""
@@ -203,7 +220,11 @@ class ServingModule:
     def traced(self, name: str) -> tf.types.experimental.GenericFunction:
         """The endpoint `name` as a `tf.function`, traced once per module (about a second
         and a half for BERT-Tiny on 2 cores): what the export holds (`keras.export.
-        ExportArchive` takes it as it is) and what `predict` runs, however often."""
+        ExportArchive` takes it as it is) and what `predict` runs, however often. On
+        another Keras backend the endpoint runs eagerly (its network by that backend),
+        and only answers in process: exports are TensorFlow's."""
+        if not is_tensorflow():
+            return self.endpoints()[name][0]
         cache = self.__dict__.setdefault("_traced", {})
         if name not in cache:
             fn, specs = self.endpoints()[name]
@@ -212,13 +233,17 @@ class ServingModule:
             cache[name].get_concrete_function()
         return cache[name]
 
-    def text_function(self) -> tf.types.experimental.ConcreteFunction:
+    def text_function(self) -> Callable:
         """`serving_default` traced in this process (what the export holds)."""
-        return self.traced("serving_default").get_concrete_function()
+        return self._concrete("serving_default")
 
-    def ids_function(self) -> tf.types.experimental.ConcreteFunction:
+    def ids_function(self) -> Callable:
         """`serve_ids` traced in this process (what the export holds)."""
-        return self.traced("serve_ids").get_concrete_function()
+        return self._concrete("serve_ids")
+
+    def _concrete(self, name: str) -> Callable:
+        function = self.traced(name)
+        return function.get_concrete_function() if is_tensorflow() else function
 
 
 XLA_MIN_BUCKET = 16

@@ -30,9 +30,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.tasks.fitting import check_fit_arguments, fit_checkpoint, pair_of, strings
+from keras_bert.tasks.fitting import (
+    check_fit_arguments,
+    fit_checkpoint,
+    fit_rows,
+    pair_of,
+    strings,
+)
 from keras_bert.tasks.registry import task_class
 from keras_bert.tasks.serving import PREDICT_BATCH, run_in_batches
+from keras_bert.training import backends
 from keras_bert.training.fit_schedule import FitSchedule
 from keras_bert.training.optimizer import build_optimizer
 
@@ -61,6 +68,7 @@ class TextTaskModel(keras.Model):
         self.config = config if config is not None else self.config_class()
         self.schedule = FitSchedule()
         self._sized_optimizer = True  # compile() without an optimizer: sized by fit
+        self._compile_arguments: dict = {}  # compile()'s loss, metrics and settings
         self._serving = None
 
     # ----- building -----------------------------------------------------------------------
@@ -167,18 +175,23 @@ class TextTaskModel(keras.Model):
                 schedule: FitSchedule | None = None, **kwargs):
         """The kind's loss and metrics unless `loss` is given. Without `optimizer`, `fit`
         builds BERT's AdamW under `schedule` (default `FitSchedule()`), sized from its own
-        number of steps."""
+        number of steps. `jit_compile` (XLA) defaults to the device's choice
+        (`keras_bert.training.backends.default_jit_compile`)."""
         if schedule is not None:
             self.schedule = schedule
         self._sized_optimizer = optimizer is None
-        self._compile(optimizer or self.schedule.optimizer(1), loss, metrics, **kwargs)
+        # Kept for the optimizer `fit` sizes: it compiles again with the same loss, metrics
+        # and settings (`jit_compile` among them).
+        self._compile_arguments = {"loss": loss, "metrics": metrics, **kwargs}
+        self._compile(optimizer or self.schedule.optimizer(1), **self._compile_arguments)
 
     def _compile(self, optimizer, loss=None, metrics=None, **kwargs) -> None:
         """`keras.Model.compile` with the kind's loss and metrics where none are given."""
         if loss is None:
             loss, own = self._default_loss()
             metrics = own if metrics is None else metrics
-        kwargs.setdefault("jit_compile", False)
+        if kwargs.get("jit_compile") is None:
+            kwargs["jit_compile"] = backends.default_jit_compile()
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     def _default_loss(self) -> tuple:
@@ -242,30 +255,8 @@ class TextTaskModel(keras.Model):
         `FitSchedule`'s AdamW sized from these steps, resumed from `checkpoint` (a
         `ResumableCheckpoint`) when it holds a state. Returns the epochs' logs and the
         number of packed examples an epoch holds (one per row, or per window)."""
-        if int(epochs) < 1:
-            raise ValueError(f"epochs must be at least 1, got {epochs}")
-        # TPUs compile for one batch shape: there the last, partial batch is dropped (not
-        # verified on a TPU here; MirroredStrategy and one device keep every example).
-        static = isinstance(self.distribute_strategy, tf.distribute.TPUStrategy)
-        stream, count = self._stream(rows, batch_size, int(seed), drop_remainder=static)
-        steps = count // batch_size if static else -(-count // batch_size)
-        if steps < 1:
-            raise ValueError(f"{count} examples do not fill one batch of {batch_size}")
-        sized = not self.compiled or self._sized_optimizer
-        if sized:  # the kind's loss and metrics, BERT's AdamW for this many steps
-            with self.distribute_strategy.scope():
-                self._compile(self.schedule.optimizer(steps * int(epochs)))
-        start = checkpoint.restore(self)["step"] if checkpoint is not None else 0
-        self._sized_optimizer = sized
-        validation = (None if validation_rows is None
-                      else self._stream(validation_rows, batch_size)[0])
-        callbacks = [*([checkpoint] if checkpoint else []), *fit_kwargs.pop("callbacks", [])]
-        from keras_bert.training.resume import fit_from_step
-
-        logs = fit_from_step(self, stream, epochs=int(epochs), steps_per_epoch=steps,
-                             start_step=start, validation_data=validation, callbacks=callbacks,
-                             **fit_kwargs)
-        return logs, count
+        return fit_rows(self, rows, batch_size=batch_size, epochs=epochs, seed=seed,
+                        validation_rows=validation_rows, checkpoint=checkpoint, **fit_kwargs)
 
     def evaluate(self, x=None, y=None, batch_size: int | None = None, **kwargs):
         """The task metrics on texts `x` with targets `y` (a dict: those of

@@ -27,8 +27,8 @@ import zipfile
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from keras_bert.training.backends import is_chief
 from keras_bert.training.resume import check_same_arguments
 
 _NAME = "ckpt-{step:09d}.npz"
@@ -83,7 +83,7 @@ class ResumableCheckpoint(keras.callbacks.Callback):
 
     @staticmethod
     def _is_chief() -> bool:
-        return tf.distribute.get_strategy().extended.should_checkpoint
+        return is_chief()
 
     def save(self, model: keras.Model) -> str:
         """Writes one checkpoint now; returns its path."""

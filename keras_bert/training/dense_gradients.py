@@ -9,15 +9,22 @@ without clipping, Adam's second moment did the same (`ops.square` keeps IndexedS
 first AdamW step of 2.6x the learning rate on BERT's token-type embeddings, where Adam's
 first step is at most 1x. Summing them first (`tf.convert_to_tensor`, as clipping's
 `v * scale` and Adam's moment updates did anyway) makes both right.
+
+Only TensorFlow makes `IndexedSlices`; JAX's and torch's gradients are dense already, so
+TensorFlow is imported only when it runs.
 """
 
 from __future__ import annotations
 
-import tensorflow as tf
+import keras
 
 
 def dense_gradient(gradient):
     """`gradient`, a `tf.IndexedSlices` summed into a dense tensor."""
+    if keras.backend.backend() != "tensorflow":
+        return gradient
+    import tensorflow as tf
+
     if isinstance(gradient, tf.IndexedSlices):
         return tf.convert_to_tensor(gradient)
     return gradient

@@ -7,6 +7,7 @@ from __future__ import annotations
 import keras
 
 from keras_bert.config import OPTIMIZERS  # noqa: F401 - read here by its users too
+from keras_bert.training.backends import distribution_scope
 from keras_bert.training.dense_gradients import DenseGradients
 from keras_bert.training.lamb import Lamb
 from keras_bert.training.schedules import WarmupPolynomialDecay
@@ -31,7 +32,7 @@ def build_optimizer(model: keras.Model) -> None:
     creation: seconds of tracing per `fit` (5 of 22 s for a tiny classifier's whole job).
     """
     if model.optimizer is not None and not model.optimizer.built:
-        with model.distribute_strategy.scope():
+        with distribution_scope(model):
             model.optimizer.build(model.trainable_variables)
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import sys
 
+from keras_bert.training.backends import cpu_flags  # noqa: F401 - tests patch it here
+
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 AUTO = "auto"
 PRECISION_CHOICES = (AUTO, *PRECISIONS)
@@ -33,18 +35,6 @@ def check_precision(name: str) -> str:
     if name not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISION_CHOICES}, got {name!r}")
     return name
-
-
-def cpu_flags(path: str = "/proc/cpuinfo") -> set[str]:
-    """The CPU's feature flags (Linux), or an empty set where they cannot be read."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
 
 
 def hardware_precision(tpus: int, gpu_capabilities: list[tuple[int, int]],
@@ -64,15 +54,12 @@ def hardware_precision(tpus: int, gpu_capabilities: list[tuple[int, int]],
 
 
 def detect_precision() -> tuple[str, str]:
-    """`hardware_precision` of the devices TensorFlow sees in this process."""
-    import tensorflow as tf
+    """`hardware_precision` of the devices this process computes on (through the running
+    Keras backend: TensorFlow's device list, or JAX's)."""
+    from keras_bert.training.backends import devices
 
-    capabilities = []
-    for gpu in tf.config.list_physical_devices("GPU"):
-        capability = tf.config.experimental.get_device_details(gpu).get("compute_capability")
-        capabilities.append(tuple(capability) if capability else (0, 0))
-    return hardware_precision(len(tf.config.list_logical_devices("TPU")), capabilities,
-                              cpu_flags())
+    found = devices()
+    return hardware_precision(found.tpus, list(found.gpus), cpu_flags())
 
 
 def resolve_precision(name: str) -> str:

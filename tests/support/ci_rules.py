@@ -7,7 +7,8 @@ raised (`pytest.skip`, `importorskip`, a `skipif` mark), into a failure that nam
 Expected failures (`xfail`) are not skips and are left alone.
 
 The one exception is explicit and printed, never a skip: tests that cannot run on this Python
-(`python_bound`: those marked `needs_torch`, where `scripts/install.sh` installs no torch, and
+(`python_bound`: those marked `needs_torch`, where `scripts/install.sh` installs no torch,
+`needs_jax`, where no JAX release installs, and
 the shares of `tests/support/rotation.py: SHARE_PYTHONS`) are deselected at collection, the report's
 header says which and why, and its summary counts them. On the development Python nothing is
 left out, so there a missing torch still skips locally and fails under CI.
@@ -26,6 +27,8 @@ from tests.support.rotation import SHARE_PYTHONS
 # The Pythons on which `scripts/install.sh` installs torch 2.13.0 and the peers that run on it
 # (transformers, ONNX Runtime): its TORCH_PYTHONS, which tests/test_suite_order.py holds equal.
 TORCH_PYTHONS = ("3.11",)
+# The Pythons with JAX (setup.cfg's extra `jax`: jax 0.7 and later need Python 3.11).
+JAX_PYTHONS = ("3.11", "3.12", "3.13")
 LEFT_OUT = pytest.StashKey[dict]()
 
 
@@ -65,12 +68,23 @@ def torch_reason(python: str) -> str | None:
             "CUDA build, several GB, which this project never installs")
 
 
+def jax_reason(python: str) -> str | None:
+    """Why the tests marked `needs_jax` do not run on `python` (`3.X`), or None."""
+    if python in JAX_PYTHONS:
+        return None
+    return (f"marked needs_jax: jax 0.7 and later (setup.cfg's extra `jax`) need Python 3.11 "
+            f"or newer, not {python}")
+
+
 def python_bound(item, python: str | None = None) -> str | None:
     """Why `item` cannot run on `python` (`3.X`, default this one), or None: it is marked
-    `needs_torch` there, or it belongs to a share of `SHARE_PYTHONS` that does not list it."""
+    `needs_torch` or `needs_jax` there, or it belongs to a share of `SHARE_PYTHONS` that
+    does not list it."""
     python = python or this_python()
     if item.get_closest_marker("needs_torch") is not None and torch_reason(python):
         return torch_reason(python)
+    if item.get_closest_marker("needs_jax") is not None and jax_reason(python):
+        return jax_reason(python)
     mark = item.get_closest_marker("rotating")
     name = mark.kwargs.get("share") if mark is not None else None
     if name in SHARE_PYTHONS and python not in SHARE_PYTHONS[name][0]:
@@ -109,7 +123,7 @@ def pytest_testnodedown(node, error):
 
 def _bound_here() -> list[str]:
     python = this_python()
-    reasons = [torch_reason(python)] if torch_reason(python) else []
+    reasons = [why for why in (torch_reason(python), jax_reason(python)) if why]
     return reasons + [f"of the share {name}, run on Python {', '.join(pythons)} only: {why}"
                       for name, (pythons, why) in SHARE_PYTHONS.items()
                       if python not in pythons]

@@ -89,7 +89,7 @@ SHARES: dict[str, Share] = {
     "precision:minilm": Share(12, 9, 121),
     "kill:pretrain-corpus": Share(12, 9, 70),
     "example:text_regressor": Share(12, 10, 183),
-    "bench:pretrain_accelerator.py": Share(12, 10, 89),
+    "bench:accelerator.py": Share(12, 10, 89),
     "bench:serving_profile.py": Share(12, 10, 50),
     "example:pretrain_from_scratch": Share(12, 10, 38),
     "readme:tag_multilabel": Share(12, 11, 300),

@@ -93,13 +93,11 @@ class QuestionAnswerer(TextTaskModel):
 
     def _stream(self, rows, batch_size, seed=None, drop_remainder=False):
         """`(inputs, {"start_positions", "end_positions"})` batches of the questions'
-        windows, one row per window."""
-        if drop_remainder:
-            raise ValueError("a QuestionAnswerer does not fit under a TPUStrategy yet: its "
-                             "batches of windows are not cut to one shape")
+        windows, one row per window (each window at the sequence length, so
+        `drop_remainder` makes every batch one shape)."""
         features = self._features(rows)
         targets = {k: features.pop(k) for k in ("start_positions", "end_positions")}
-        return (examples_dataset(features, targets, batch_size, seed),
+        return (examples_dataset(features, targets, batch_size, seed, drop_remainder),
                 len(features["input_word_ids"]))
 
     def _features(self, examples) -> dict[str, np.ndarray]:

@@ -105,6 +105,7 @@ class QuestionAnswererServing(ServingModule):
     """
 
     supports_xla = False  # per-token outputs at the packed length
+    per_token_outputs = True
 
     def __init__(self, model, preprocessor, max_query_length: int = 64, doc_stride: int = 128,
                  allow_no_answer: bool = False, null_score_threshold: float = 0.0,
@@ -123,7 +124,7 @@ class QuestionAnswererServing(ServingModule):
         self.doc_stride = int(doc_stride)
 
     def _logits(self, inputs) -> tuple[tf.Tensor, tf.Tensor]:
-        outputs = self.model(inputs, training=False)
+        outputs = self.network(inputs)
         return (tf.cast(outputs["start_logits"], tf.float32),
                 tf.cast(outputs["end_logits"], tf.float32))
 

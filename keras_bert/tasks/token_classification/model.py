@@ -102,14 +102,12 @@ class TokenClassifier(TextTaskModel):
                 for i, (words, row) in enumerate(zip(sentences, tags, strict=True))]
 
     def _stream(self, rows, batch_size, seed=None, drop_remainder=False):
-        """`(inputs, labels)` batches of the sentences' windows, one row per window."""
-        if drop_remainder:
-            raise ValueError("a TokenClassifier does not fit under a TPUStrategy yet: its "
-                             "batches of windows are not cut to one shape")
+        """`(inputs, labels)` batches of the sentences' windows, one row per window (each
+        window at the sequence length, so `drop_remainder` makes every batch one shape)."""
         features = self._features(rows)
         inputs = {k: v for k, v in features.items() if k != "labels"}
-        return (examples_dataset(inputs, features["labels"], batch_size, seed),
-                len(features["labels"]))
+        return (examples_dataset(inputs, features["labels"], batch_size, seed,
+                                 drop_remainder), len(features["labels"]))
 
     def _features(self, sentences) -> dict[str, np.ndarray]:
         """The windows of tagged `sentences`: the three inputs and per-position `labels`,

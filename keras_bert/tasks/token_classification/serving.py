@@ -67,6 +67,7 @@ class TokenClassifierServing(ServingModule):
     """
 
     supports_xla = False  # per-token outputs at the packed length
+    per_token_outputs = True
 
     def __init__(self, model, preprocessor, label_names: list[str], doc_stride: int):
         super().__init__(model, preprocessor, token_label_outputs(list(label_names)))
@@ -91,7 +92,7 @@ class TokenClassifierServing(ServingModule):
         """`serving_default`: word-level labels (see the module docstring)."""
         words = self.words(text)
         inputs = {name: words[name] for name in _INPUTS}
-        logits = tf.cast(self.model(inputs, training=False), tf.float32)
+        logits = tf.cast(self.network(inputs), tf.float32)
         with tf.device("/CPU:0"):  # labels and offsets are strings / host data
             first_piece = tf.gather_nd(logits, tf.stack(
                 [words["word_window"], words["word_column"]], axis=1))

@@ -1,0 +1,179 @@
+"""What the training code asks of the Keras backend, in one place.
+
+The networks, heads, optimizers, losses and metrics are `keras.ops` code and run on any
+Keras backend. A few training questions have a backend's own answer: the distribution scope
+variables are created in, how many replicas share a batch, which process writes
+checkpoints, which devices this process computes on, and whether `fit` compiles its step
+with XLA. Each is answered here, importing TensorFlow or JAX only when that backend is the
+one Keras runs, so that `keras_bert.models` and the training loop on token ids import with
+`keras` and `jax` alone (an accelerator image without TensorFlow).
+
+TensorFlow is the package's default backend and its only export path; JAX trains
+(`KERAS_BACKEND=jax`); the torch backend runs the networks and `fit` on ids, untested
+beyond that (docs/backends.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+# Keras is imported inside the functions: `keras_bert.training.precision` (which the command
+# line reads for its choices) imports this module, and Keras imports its backend.
+
+
+def name() -> str:
+    """The Keras backend this process runs: `tensorflow`, `jax`, `torch` or `numpy`."""
+    import keras
+
+    return keras.backend.backend()
+
+
+def is_tensorflow() -> bool:
+    """Whether Keras runs on TensorFlow (the package's default)."""
+    return name() == "tensorflow"
+
+
+def require_tensorflow(what: str) -> None:
+    """A `RuntimeError` naming `what` when Keras runs another backend than TensorFlow."""
+    if not is_tensorflow():
+        raise RuntimeError(
+            f"{what} needs Keras' TensorFlow backend (this process runs {name()!r}): save "
+            "the model, then load it in a process with KERAS_BACKEND=tensorflow (the "
+            "default) and do it there")
+
+
+def distribution_scope(model):
+    """The scope `model`'s variables (and its optimizer's) are created in: its
+    `tf.distribute` strategy's on TensorFlow, none on other backends (JAX distributes
+    through `keras.distribution`, which needs no scope)."""
+    if is_tensorflow():
+        return model.distribute_strategy.scope()
+    return contextlib.nullcontext()
+
+
+def replicas_in_sync() -> int:
+    """How many replicas share each batch (TensorFlow's strategy in scope; 1 elsewhere:
+    a JAX data-parallel `keras.distribution` averages the gradients itself)."""
+    if is_tensorflow():
+        import tensorflow as tf
+
+        return tf.distribute.get_strategy().num_replicas_in_sync
+    return 1
+
+
+def static_batches(model) -> bool:
+    """Whether `fit` must feed batches of one shape (the last, partial one dropped): under
+    a `TPUStrategy`, which compiles one program per shape. Elsewhere a partial batch costs
+    one more compilation (XLA, JAX) and keeps every example."""
+    if not is_tensorflow():
+        return False
+    import tensorflow as tf
+
+    return isinstance(model.distribute_strategy, tf.distribute.TPUStrategy)
+
+
+def is_chief() -> bool:
+    """Whether this process writes checkpoints (the chief worker under multi-worker
+    training; process 0 of a multi-host JAX run; always in a single process)."""
+    if is_tensorflow():
+        import tensorflow as tf
+
+        return bool(tf.distribute.get_strategy().extended.should_checkpoint)
+    if name() == "jax":
+        import jax
+
+        return jax.process_index() == 0
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class Devices:
+    """The accelerators this process computes on, as its backend reports them.
+
+    `tpus`: TPU cores; `gpus`: the compute capability `(major, minor)` of each GPU
+    (`(0, 0)` where the backend does not say); `cpu_flags`: the host CPU's feature flags
+    (`/proc/cpuinfo`; AMX shows as `amx_bf16`)."""
+
+    tpus: int
+    gpus: tuple[tuple[int, int], ...]
+    cpu_flags: frozenset[str]
+
+    @property
+    def kind(self) -> str:
+        """The device class the defaults are chosen for: `tpu`, `gpu`, `cpu_amx` or `cpu`."""
+        if self.tpus:
+            return "tpu"
+        if self.gpus:
+            return "gpu"
+        return "cpu_amx" if "amx_bf16" in self.cpu_flags else "cpu"
+
+
+def cpu_flags(path: str = "/proc/cpuinfo") -> set[str]:
+    """The CPU's feature flags (Linux), or an empty set where they cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def devices() -> Devices:
+    """The `Devices` of this process, read through the running backend's own API."""
+    tpus, gpus = 0, []
+    if is_tensorflow():
+        import tensorflow as tf
+
+        for gpu in tf.config.list_physical_devices("GPU"):
+            capability = tf.config.experimental.get_device_details(gpu).get(
+                "compute_capability")
+            gpus.append(tuple(capability) if capability else (0, 0))
+        tpus = len(tf.config.list_logical_devices("TPU"))
+    elif name() == "jax":
+        import jax
+
+        for device in jax.devices():
+            if device.platform == "tpu":
+                tpus += 1
+            elif device.platform == "gpu":
+                gpus.append(_capability(getattr(device, "compute_capability", None)))
+    elif name() == "torch":
+        import torch
+
+        if torch.cuda.is_available():
+            gpus = [torch.cuda.get_device_capability(i)
+                    for i in range(torch.cuda.device_count())]
+    return Devices(tpus, tuple(gpus), frozenset(cpu_flags()))
+
+
+# Whether `fit` compiles its training step with XLA (`jit_compile`) by default on
+# TensorFlow, per device class (`Devices.kind`). CPUs: measured, bench/RESULTS.md ("XLA per
+# device class"); GPUs and TPUs: Keras' own `jit_compile="auto"` choice (a TPU compiles
+# every step with XLA anyway), not measured here.
+XLA_BY_DEVICE = {"tpu": True, "gpu": True, "cpu_amx": False, "cpu": False}
+
+
+def default_jit_compile(found: Devices | None = None) -> bool | str:
+    """The `jit_compile` `fit` uses when none is given: on TensorFlow `XLA_BY_DEVICE` for
+    this process's devices (`found`, read when None); on JAX True (its steps are always
+    compiled); on other backends Keras' own `"auto"`."""
+    if is_tensorflow():
+        return XLA_BY_DEVICE[(found or devices()).kind]
+    return True if name() == "jax" else "auto"
+
+
+def _capability(text) -> tuple[int, int]:
+    """`"9.0"` (JAX's compute capability) as `(9, 0)`; `(0, 0)` when unknown."""
+    try:
+        major, minor = str(text).split(".")[:2]
+        return int(major), int(minor)
+    except (TypeError, ValueError):
+        return (0, 0)
+
+
+__all__ = ["XLA_BY_DEVICE", "Devices", "cpu_flags", "default_jit_compile", "devices", "distribution_scope", "is_chief",
+           "is_tensorflow", "name", "replicas_in_sync", "require_tensorflow",
+           "static_batches"]
