@@ -13,6 +13,11 @@ Settings, each fitting a fresh model per contender and round (rounds in rotated 
 * `defaults`: each library's own `compile()` (ours: AdamW with 10% warmup and linear decay
   from `FitSchedule`'s learning rate; keras-hub: Adam at 5e-5).
 
+Contenders: `ours` (`TextClassifier` on TensorFlow with its defaults: XLA where the device
+class takes it, not on CPUs), `ours_xla` (the same, `jit_compile=True`), `ours_jax` (the
+same on Keras' JAX backend, in a process of its own, on the same data and weights) and
+`keras_hub` (on TensorFlow, Keras' `jit_compile="auto"`: no XLA on CPUs).
+
 Reported per contender: `fit` wall seconds for the epoch (tracing included, as a user waits
 for it), training examples per second, and held-out accuracy from `predict`.
 
@@ -35,7 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402  (sets up the thread pools before TF starts)
 
 LABELS = ["fresh", "rotten"]
-CONTENDERS = ("ours", "keras_hub")
+# ours: TextClassifier with its defaults on TensorFlow (XLA where the device class takes it:
+# not on CPUs); ours_xla: the same with `jit_compile=True`; ours_jax: the same class on
+# Keras' JAX backend (its own process: the backend is chosen at import); keras_hub.
+CONTENDERS = ("ours", "ours_xla", "ours_jax", "keras_hub")
 SETTINGS = ("same", "defaults")
 
 
@@ -51,7 +59,14 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--quick", action="store_true",
                    help="a tiny random model on 64 embedded-corpus sentences (smoke check)")
+    p.add_argument("--contenders", default=",".join(CONTENDERS),
+                   help=f"which of {','.join(CONTENDERS)} to run")
+    p.add_argument("--worker", help=argparse.SUPPRESS)  # one fit in this process, as JSON
     args = p.parse_args(argv)
+    args.contenders = args.contenders.split(",")
+    for name in args.contenders:
+        if name not in CONTENDERS:
+            p.error(f"unknown contender {name!r}")
     if args.quick:
         args.train, args.held_out, args.seq, args.batch = 64, 32, 32, 16
     args.settings = args.settings.split(",")
@@ -98,7 +113,7 @@ def weights(args, root: str) -> tuple[str, str]:
     return source, write_checkpoint(source, os.path.join(root, "preset"), "keras_hub")
 
 
-def fit_ours(args, source, setting, data):
+def fit_ours(args, source, setting, data, jit_compile=None):
     import keras
 
     import keras_bert
@@ -107,7 +122,9 @@ def fit_ours(args, source, setting, data):
     clf = keras_bert.TextClassifier.from_pretrained(source, labels=LABELS, seq_length=args.seq,
                                                     precision="float32")
     if setting == "same":
-        clf.compile(keras.optimizers.AdamW(5e-5, weight_decay=0.01))
+        clf.compile(keras.optimizers.AdamW(5e-5, weight_decay=0.01), jit_compile=jit_compile)
+    elif jit_compile is not None:
+        clf.compile(jit_compile=jit_compile)
     start = time.perf_counter()
     clf.fit(texts, labels, epochs=1, batch_size=args.batch, seed=0, verbose=0)
     seconds = time.perf_counter() - start
@@ -135,25 +152,66 @@ def fit_keras_hub(args, preset, setting, data):
     return seconds, sum(LABELS[p] == y for p, y in zip(predicted, held_labels, strict=True))
 
 
+def fit_on_jax(args, source, setting, seed: int) -> tuple[float, int]:
+    """`fit_ours` in a process on Keras' JAX backend (the same data, weights and seed)."""
+    import json
+    import subprocess
+
+    command = [sys.executable, __file__, "--worker", json.dumps(
+        {"source": source, "setting": setting, "seed": seed}),
+        "--train", str(args.train), "--held-out", str(args.held_out), "--seq", str(args.seq),
+        "--batch", str(args.batch), "--threads", str(args.threads)]
+    if args.quick:
+        command.append("--quick")
+    done = subprocess.run(command, env=dict(os.environ, KERAS_BACKEND="jax"),
+                          capture_output=True, text=True, timeout=3600)
+    if done.returncode:
+        raise RuntimeError(f"the JAX fit failed: {done.stderr[-3000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["seconds"], result["correct"]
+
+
+def worker(args) -> None:
+    """`--worker`: one `fit_ours` in this process (its backend), printed as JSON."""
+    import json
+
+    import keras
+
+    job = json.loads(args.worker)
+    data = embedded_sentences(args) if args.quick else rotten_tomatoes(args)
+    keras.utils.set_random_seed(job["seed"])
+    seconds, correct = fit_ours(args, job["source"], job["setting"], data)
+    print(json.dumps({"seconds": seconds, "correct": int(correct),
+                      "backend": keras.backend.backend()}))
+
+
 def main(argv=None) -> dict:
     """Runs the comparison; prints the table and returns `{(setting, contender): row}`."""
     args = parse_args(argv)
+    if args.worker:
+        os.environ.setdefault("KERAS_BACKEND", "jax")
+        if os.environ["KERAS_BACKEND"] == "tensorflow":
+            common.configure_threads(args.threads)
+        worker(args)
+        return {}
     common.configure_threads(args.threads)
     info = common.machine_description()
     import keras
 
     data = embedded_sentences(args) if args.quick else rotten_tomatoes(args)
-    runs = {key: [] for key in ((s, c) for s in args.settings for c in CONTENDERS)}
+    runs = {key: [] for key in ((s, c) for s in args.settings for c in args.contenders)}
     with tempfile.TemporaryDirectory() as root:
         source, preset = weights(args, root)
-        fits = {"ours": lambda s: fit_ours(args, source, s, data),
-                "keras_hub": lambda s: fit_keras_hub(args, preset, s, data)}
+        fits = {"ours": lambda s, seed: fit_ours(args, source, s, data),
+                "ours_xla": lambda s, seed: fit_ours(args, source, s, data, jit_compile=True),
+                "ours_jax": lambda s, seed: fit_on_jax(args, source, s, seed),
+                "keras_hub": lambda s, seed: fit_keras_hub(args, preset, s, data)}
         order = list(runs)
         for round_ in range(args.rounds):
             shift = round_ % len(order)
             for setting, contender in order[shift:] + order[:shift]:
                 keras.utils.set_random_seed(round_)
-                seconds, correct = fits[contender](setting)
+                seconds, correct = fits[contender](setting, round_)
                 runs[setting, contender].append((seconds, correct / len(data[2])))
                 print(f"  round {round_ + 1} {setting:8s} {contender:9s} {seconds:7.1f} s  "
                       f"accuracy {correct / len(data[2]):.4f} (load {common.load_average()})",
@@ -172,10 +230,13 @@ def main(argv=None) -> dict:
     print(common.markdown_table(["setting", "contender", "fit s", "examples/s",
                                  "held-out accuracy"], rows))
     for setting in args.settings:
-        ratio = result[setting, "keras_hub"]["seconds"] / result[setting, "ours"]["seconds"]
-        print(f"{setting}: ours {ratio:.2f}x keras-hub's fit speed; accuracy "
-              f"{result[setting, 'ours']['accuracy']:.4f} vs "
-              f"{result[setting, 'keras_hub']['accuracy']:.4f}")
+        if "keras_hub" not in args.contenders:
+            break
+        hub = result[setting, "keras_hub"]
+        for contender in (c for c in args.contenders if c != "keras_hub"):
+            ours = result[setting, contender]
+            print(f"{setting}: {contender} {hub['seconds'] / ours['seconds']:.2f}x keras-hub's "
+                  f"fit speed; accuracy {ours['accuracy']:.4f} vs {hub['accuracy']:.4f}")
     return result
 
 

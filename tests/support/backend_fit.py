@@ -180,7 +180,9 @@ def fit(root: Path, kinds: list[str], xla: bool, accumulation: int,
             model.compile(schedule=FitSchedule(learning_rate=LEARNING_RATE), jit_compile=xla)
             model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, seed=5, verbose=0,
                       callbacks=[steps])
+        compiled = model.pretrainer if kind == "pretrain" else model
         results[kind] = {"losses": steps.losses, "seconds": time.perf_counter() - begin,
+                         "jit_compile": compiled.jit_compile,
                          "answers": _answers(kind, model, x)}
         if save is not None:
             model.save(str(save / kind))

@@ -92,6 +92,9 @@ def _assert_same_training(first: dict, second: dict) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_xla_steps_match_the_graph_steps(runs, kind):
+    # The fit really compiled with XLA (and the graph run did not: the CPU default).
+    assert runs["xla"][kind]["jit_compile"] is True
+    assert runs["tensorflow"][kind]["jit_compile"] is False
     _assert_same_training(runs["tensorflow"][kind], runs["xla"][kind])
 
 
