@@ -5,7 +5,8 @@ JAX's `predict` did; an interrupted fit resumes exactly on JAX and torch too.
 One start for all: `tests/support/backend_fit.py init` writes each kind's model (a tiny BERT
 with no dropout, whose draws differ between backends) once; each run loads it and fits on
 raw strings, the TF Text pipeline feeding the backend, with the same seed and so the same
-batches. Each backend runs in its own process (Keras picks it at import), all at once.
+batches. Each backend runs in its own process (Keras picks it at import), started when a
+test first needs it.
 
 Tolerances, from the measured differences (tiny BERT, 8 steps at 5e-3, AMD EPYC): the
 running losses agree within 1e-4 relative (measured at most 8.5e-6, the embedder's in-batch
@@ -16,7 +17,6 @@ the embedder's vectors). The export's answers in TF Serving's Session loader equ
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -51,32 +51,42 @@ def _command(backend: str, *arguments) -> tuple[list[str], dict]:
     return [sys.executable, "-m", "tests.support.backend_fit", *map(str, arguments)], env
 
 
+class Runs:
+    """Each run of `RUNS` started when a test first asks for it (so that one test runs only
+    the processes it compares), then kept for the module; `root` holds the starting models."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._done: dict[str, dict] = {}
+
+    def run(self, name: str) -> dict:
+        """`{"kinds": {kind: {"losses", "answers", "jit_compile"}}, ...}` of run `name`."""
+        if name not in self._done:
+            backend, arguments = RUNS[name]
+            if backend == "torch":
+                require("torch")
+            command, env = _command(backend, "fit", self.root, self.root / f"{name}.json",
+                                    *(a.format(root=self.root) for a in arguments))
+            done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                                  timeout=1200)
+            assert done.returncode == 0, f"{name}: {done.stderr[-3000:]}"
+            with open(self.root / f"{name}.json", encoding="utf-8") as f:
+                self._done[name] = json.load(f)
+            assert self._done[name]["backend"] == backend
+        return self._done[name]
+
+    def __getitem__(self, name: str) -> dict:
+        return self.run(name)["kinds"]
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict:
-    """`{run name: {kind: {"losses", "answers"}}}` and the root they ran in."""
+def runs(tmp_path_factory) -> Runs:
     root = tmp_path_factory.mktemp("backends")
     command, env = _command("tensorflow", "init", root)
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    started = {}
-    for name, (backend, arguments) in RUNS.items():
-        if backend == "torch" and importlib.util.find_spec("torch") is None:
-            continue
-        command, env = _command(backend, "fit", root, root / f"{name}.json",
-                                *(a.format(root=root) for a in arguments))
-        started[name] = subprocess.Popen(command, cwd=ROOT, env=env, text=True,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    results = {}
-    for name, process in started.items():
-        _, stderr = process.communicate(timeout=1200)
-        assert process.returncode == 0, f"{name}: {stderr[-3000:]}"
-        with open(root / f"{name}.json", encoding="utf-8") as f:
-            run = json.load(f)
-        assert run["backend"] == RUNS[name][0]
-        results[name] = run["kinds"]
-        results.setdefault("resumed", {})[name] = run.get("resumed_weights_difference")
-    return {"root": root, **results}
+    return Runs(root)
 
 
 def _assert_same_training(first: dict, second: dict) -> None:
@@ -106,7 +116,6 @@ def test_jax_fit_matches_tensorflow_fit(runs, kind):
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("kind", KINDS)
 def test_torch_fit_matches_tensorflow_fit(runs, kind):
-    require("torch")
     _assert_same_training(runs["tensorflow"][kind], runs["torch"][kind])
 
 
@@ -122,13 +131,12 @@ def test_an_interrupted_jax_fit_resumes_to_the_uninterrupted_weights(runs):
     """Killed after step 5 of 8, resumed from its step-4 checkpoint: the same weights as
     the fit that ran whole (the stream's batch k depends on k alone; the optimizer's and
     the seed generators' states are in the checkpoint)."""
-    assert runs["resumed"]["jax"] == 0.0
+    assert runs.run("jax")["resumed_weights_difference"] == 0.0
 
 
 @pytest.mark.needs_torch
 def test_an_interrupted_torch_fit_resumes_to_the_uninterrupted_weights(runs):
-    require("torch")
-    assert runs["resumed"]["torch"] == 0.0
+    assert runs.run("torch")["resumed_weights_difference"] == 0.0
 
 
 @pytest.mark.parametrize("kind", [k for k in KINDS if k != "pretrain"])
@@ -137,13 +145,13 @@ def test_a_model_fitted_under_jax_exports_under_tensorflow(runs, kind, tmp_path)
     from keras_bert.tasks.task_model import TextTaskModel
     from tests.support.backend_fit import _data
 
-    model = TextTaskModel.load(str(runs["root"] / "jax-fitted" / kind))
+    jax_answers = runs["jax"][kind]["answers"]
+    model = TextTaskModel.load(str(runs.root / "jax-fitted" / kind))
     x, _ = _data(kind, tmp_path)
     inputs = {name: np.array(values, dtype=object)
               for name, values in model._requests(requests(kind, x)).items()}
     with SessionBundle(model.export(str(tmp_path / "serving"))) as bundle:
         served = bundle.run("serving_default", inputs)
-    jax_answers = runs["jax"][kind]["answers"]
     for name, value in jax_answers.items():
         expected, got = np.asarray(value), served[name]
         if expected.dtype.kind == "f":
