@@ -74,7 +74,7 @@ class ActivationNames:
                 f"in Hugging Face's layout, whose 'gelu' is the exact GELU, or approximate it "
                 f"on purpose (`keras-bert convert --approximate-gelu`; in Python "
                 f"`keras_bert.checkpoints.with_approximate_gelu(encoder)`), which moves its "
-                f"outputs by about 1e-3")
+                f"outputs by up to a few 1e-3")
         raise UnwritableActivationError(
             f"{self.layout} has no {hidden_act!r} activation (it computes "
             f"{sorted(self.writes)}); this model cannot be written there unchanged")

@@ -77,7 +77,7 @@ def convert(src: str, dest: str, lower_case: bool | None = None,
 def with_approximate_gelu(encoder):
     """A `BertEncoder` with `encoder`'s weights that computes GELU with the tanh
     approximation, as Google's, Model Garden's and keras-hub's code do: how a model with the
-    exact GELU goes to their layouts on purpose (its outputs move by about 1e-3). An encoder
+    exact GELU goes to their layouts on purpose (its outputs move by up to a few 1e-3). An encoder
     without the exact GELU is returned as it is."""
     if encoder.config.hidden_act != EXACT:
         return encoder

@@ -54,7 +54,7 @@ def register(subparsers) -> None:
     p.add_argument("--approximate-gelu", action="store_true",
                    help="with --to google, model-garden or keras-hub: write a model that "
                         "computes the exact (erf) GELU with the tanh approximation, the only "
-                        "GELU those layouts' code computes (outputs move by about 1e-3); "
+                        "GELU those layouts' code computes (outputs move by up to a few 1e-3); "
                         "without it such a model is refused")
     p.add_argument("--pair", action="store_true",
                    help="a Hugging Face sequence classifier reads text pairs (text, text_b): "
