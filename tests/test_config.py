@@ -9,7 +9,7 @@ import os
 import pytest
 
 from keras_bert import PRESETS, BertConfig
-from keras_bert.config import _ACTIVATIONS_BACK
+from keras_bert.activation_names import GOOGLE, HIDDEN_ACTS
 from tests.support.reference import minilm_dir
 
 # Google's released `bert_config.json` of uncased_L-12_H-768_A-12, verbatim.
@@ -57,10 +57,11 @@ def test_preset_sizes(name, layers, hidden, heads):
     assert (config.num_layers, config.hidden_size, config.num_heads) == (layers, hidden, heads)
     assert config.intermediate_size == 4 * hidden
     assert config.head_size == hidden // heads
-    # The rest is BERT's: uncased WordPiece vocabulary, 512 positions, 2 segments, erf GELU.
+    # The rest is BERT's: uncased WordPiece vocabulary, 512 positions, 2 segments, erf GELU
+    # (the paper's; Google's code computes the tanh approximation, see below).
     assert (config.vocab_size, config.max_position_embeddings, config.type_vocab_size) == (
         30522, 512, 2)
-    assert config.hidden_act == "gelu"
+    assert config.hidden_act == "gelu_exact"
     assert (config.hidden_dropout, config.attention_dropout) == (0.1, 0.1)
 
 
@@ -121,6 +122,14 @@ def test_own_dict_round_trip(config):
     assert BertConfig.from_dict(json.loads(json.dumps(d))) == config
 
 
+def test_own_dict_says_which_gelu_and_reads_the_old_name_as_erf():
+    assert BertConfig().to_dict()["hidden_act"] == "gelu_exact"
+    assert NON_DEFAULT.to_dict()["hidden_act"] == "gelu_approximate"
+    # Written before the names said which GELU: "gelu" was Keras' erf GELU.
+    old = {**BertConfig().to_dict(), "hidden_act": "gelu"}
+    assert BertConfig.from_dict(old).hidden_act == "gelu_exact"
+
+
 def test_own_dict_rejects_unknown_keys():
     with pytest.raises(ValueError, match="num_hidden_layers"):
         BertConfig.from_dict({**BertConfig().to_dict(), "num_hidden_layers": 3})
@@ -133,18 +142,25 @@ def test_google_dict_has_exactly_googles_keys():
     d = NON_DEFAULT.to_google_dict()
     assert set(d) == GOOGLE_KEYS
     assert d == {
-        "attention_probs_dropout_prob": 0.05, "hidden_act": "gelu_new",
+        "attention_probs_dropout_prob": 0.05, "hidden_act": "gelu",
         "hidden_dropout_prob": 0.25, "hidden_size": 96, "initializer_range": 0.05,
         "intermediate_size": 200, "max_position_embeddings": 128, "num_attention_heads": 6,
         "num_hidden_layers": 3, "type_vocab_size": 3, "vocab_size": 1001,
     }
 
 
-@pytest.mark.parametrize("act", sorted(_ACTIVATIONS_BACK))
+@pytest.mark.parametrize("act", sorted(GOOGLE.writes))
 def test_google_dict_round_trip(act):
     # Google's format has no LayerNorm epsilon: it is always BERT's 1e-12.
     config = NON_DEFAULT.replace(hidden_act=act, layer_norm_epsilon=1e-12)
     assert BertConfig.from_google_dict(json.loads(json.dumps(config.to_google_dict()))) == config
+
+
+@pytest.mark.parametrize("act", sorted(set(HIDDEN_ACTS) - set(GOOGLE.writes)))
+def test_google_dict_refuses_what_googles_code_cannot_compute(act):
+    # Google's modeling.py knows "gelu" (the tanh form), "relu", "tanh" and "linear" only.
+    with pytest.raises(ValueError, match=f"{act if act != 'gelu_exact' else 'exact .erf. GELU'}"):
+        NON_DEFAULT.replace(hidden_act=act).to_google_dict()
 
 
 def test_google_dict_drops_layer_norm_epsilon():
@@ -153,13 +169,17 @@ def test_google_dict_drops_layer_norm_epsilon():
     assert config == NON_DEFAULT.replace(layer_norm_epsilon=1e-12)
 
 
+# Google's releases compute "gelu" with modeling.py's tanh approximation.
+GOOGLE_BASE = PRESETS["base"].replace(hidden_act="gelu_approximate")
+
+
 def test_reads_googles_released_bert_config(tmp_path):
     d = json.loads(GOOGLE_BASE_JSON)
-    assert BertConfig.from_google_dict(d) == PRESETS["base"]
+    assert BertConfig.from_google_dict(d) == GOOGLE_BASE
     path = tmp_path / "bert_config.json"
     path.write_text(GOOGLE_BASE_JSON)
-    assert BertConfig.from_json_file(path) == PRESETS["base"]
-    assert BertConfig.from_json_file(str(path)) == PRESETS["base"]
+    assert BertConfig.from_json_file(path) == GOOGLE_BASE
+    assert BertConfig.from_json_file(str(path)) == GOOGLE_BASE
 
 
 def test_reads_a_small_google_bert_config():
@@ -168,21 +188,37 @@ def test_reads_a_small_google_bert_config():
          "vocab_size": 30522, "hidden_dropout_prob": 0.1, "num_attention_heads": 4,
          "type_vocab_size": 2, "max_position_embeddings": 512, "num_hidden_layers": 4,
          "intermediate_size": 1024, "attention_probs_dropout_prob": 0.1}
-    assert BertConfig.from_google_dict(d) == PRESETS["mini"]
+    assert BertConfig.from_google_dict(d) == PRESETS["mini"].replace(hidden_act="gelu_approximate")
 
 
 def test_google_dict_optional_fields_take_bert_defaults():
     d = {k: json.loads(GOOGLE_BASE_JSON)[k] for k in GOOGLE_REQUIRED_KEYS}
-    assert BertConfig.from_google_dict(d) == PRESETS["base"]
+    assert BertConfig.from_google_dict(d) == GOOGLE_BASE  # modeling.py's default is "gelu"
 
 
 @pytest.mark.parametrize("google_act, ours", [
-    ("gelu", "gelu"), ("gelu_new", "gelu_approximate"), ("gelu_pytorch_tanh", "gelu_approximate"),
-    ("relu", "relu"), ("tanh", "tanh"), ("swish", "silu"), ("silu", "silu"),
+    ("gelu", "gelu_approximate"), ("gelu_new", "gelu_approximate"),
+    ("gelu_pytorch_tanh", "gelu_approximate"), ("relu", "relu"), ("tanh", "tanh"),
+    ("swish", "silu"), ("silu", "silu"),
 ])
 def test_activation_names(google_act, ours):
     d = {**json.loads(GOOGLE_BASE_JSON), "hidden_act": google_act}
     assert BertConfig.from_google_dict(d).hidden_act == ours
+
+
+@pytest.mark.parametrize("hf_act, ours", [
+    ("gelu", "gelu_exact"), ("gelu_new", "gelu_approximate"),
+    ("gelu_pytorch_tanh", "gelu_approximate"), ("relu", "relu"), ("tanh", "tanh"),
+    ("swish", "silu"), ("silu", "silu"),
+])
+def test_hf_activation_names(hf_act, ours):
+    d = {**BertConfig().to_hf_dict(), "hidden_act": hf_act}
+    assert BertConfig.from_hf_dict(d).hidden_act == ours
+
+
+def test_hf_writes_gelu_new_for_the_approximation():
+    assert BertConfig().to_hf_dict()["hidden_act"] == "gelu"
+    assert NON_DEFAULT.to_hf_dict()["hidden_act"] == "gelu_new"
 
 
 # ----- Hugging Face config.json ----------------------------------------------------------------
@@ -200,7 +236,7 @@ def test_hf_dict_round_trip(config):
 def test_reads_real_hf_config():
     config_file = os.path.join(minilm_dir(), "config.json")
     expected = BertConfig(vocab_size=30522, hidden_size=384, num_layers=6, num_heads=12,
-                          intermediate_size=1536, hidden_act="gelu", hidden_dropout=0.1,
+                          intermediate_size=1536, hidden_act="gelu_exact", hidden_dropout=0.1,
                           attention_dropout=0.1, max_position_embeddings=512, type_vocab_size=2,
                           initializer_range=0.02, layer_norm_epsilon=1e-12)
     with open(config_file, encoding="utf-8") as f:
@@ -239,6 +275,14 @@ def test_json_file_round_trip(tmp_path, flavor, config):
     assert BertConfig.from_json_file(path) == config
 
 
+def test_a_config_json_without_model_type_is_hugging_faces(tmp_path):
+    # Older Hugging Face files have no model_type; their "gelu" is still the erf GELU.
+    d = {k: v for k, v in BertConfig().to_hf_dict().items() if k != "model_type"}
+    for name, act in (("config.json", "gelu_exact"), ("bert_config.json", "gelu_approximate")):
+        (tmp_path / name).write_text(json.dumps(d))
+        assert BertConfig.from_json_file(tmp_path / name).hidden_act == act
+
+
 def test_save_json_default_flavor_is_ours(tmp_path):
     path = tmp_path / "c.json"
     NON_DEFAULT.save_json(path)
@@ -264,9 +308,12 @@ def test_unknown_activation():
         BertConfig(hidden_act="mish")
     with pytest.raises(ValueError, match="mish"):
         BertConfig.from_google_dict({**json.loads(GOOGLE_BASE_JSON), "hidden_act": "mish"})
-    # The Google/HF names are not ours: "gelu_new" is only accepted in the file formats.
+    # The Google/HF names are not ours: "gelu_new" is only accepted in the file formats,
+    # and "gelu" alone, which means the one GELU there and the other here, nowhere.
     with pytest.raises(ValueError, match="gelu_new"):
         BertConfig(hidden_act="gelu_new")
+    with pytest.raises(ValueError, match="'gelu' names no GELU.*gelu_exact.*gelu_approximate"):
+        BertConfig(hidden_act="gelu")
 
 
 @pytest.mark.parametrize("missing", GOOGLE_REQUIRED_KEYS)

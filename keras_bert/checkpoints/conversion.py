@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from keras_bert.activation_names import APPROXIMATE, BY_FORMAT, EXACT
 from keras_bert.checkpoints.formats import (
     WRITABLE,
     checkpoint_format,
@@ -17,7 +18,7 @@ from keras_bert.checkpoints.hub_ids import local_checkpoint
 from keras_bert.checkpoints.model_dir import ModelDir, save_model_dir
 
 __all__ = ["checkpoint_rules", "checkpoint_vocab", "convert", "detect_format",
-           "infer_lower_case", "read_checkpoint", "write_checkpoint"]
+           "infer_lower_case", "read_checkpoint", "with_approximate_gelu", "write_checkpoint"]
 
 
 def checkpoint_vocab(src: str) -> tuple[str, bool]:
@@ -73,12 +74,31 @@ def convert(src: str, dest: str, lower_case: bool | None = None,
                           rules=rules)
 
 
+def with_approximate_gelu(encoder):
+    """A `BertEncoder` with `encoder`'s weights that computes GELU with the tanh
+    approximation, as Google's, Model Garden's and keras-hub's code do: how a model with the
+    exact GELU goes to their layouts on purpose (its outputs move by up to a few 1e-3). An encoder
+    without the exact GELU is returned as it is."""
+    if encoder.config.hidden_act != EXACT:
+        return encoder
+    from keras_bert.models.encoder import BertEncoder
+
+    approximated = BertEncoder(encoder.config.replace(hidden_act=APPROXIMATE),
+                               dtype=encoder.dtype_policy)
+    approximated.set_weights(encoder.get_weights())
+    return approximated
+
+
 def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = None,
-                     encoder_only: bool = False) -> str:
+                     encoder_only: bool = False, approximate_gelu: bool = False) -> str:
     """Writes the encoder of checkpoint directory `src` to `dest` in Google's (`to="google"`),
     Hugging Face's (`to="huggingface"`) or keras-hub's preset (`to="keras_hub"`) layout, with
     its vocab; returns `dest`. A keras_bert task model directory (or one with pretraining
     heads) goes to Hugging Face as the matching `BertFor*` model unless `encoder_only`.
+
+    A model with the exact GELU is refused by the layouts that compute only the tanh
+    approximation (Google's, Model Garden's, keras-hub's) unless `approximate_gelu`, which
+    writes it with the approximation (`with_approximate_gelu`).
 
     `dest` must be empty, missing, or already a directory of that format.
     """
@@ -86,6 +106,9 @@ def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = Non
     target = checkpoint_format(to)
     if not target.writable:
         raise ValueError(f"Unknown checkpoint layout {to!r}: expected one of {sorted(WRITABLE)}")
+    if approximate_gelu and EXACT in BY_FORMAT[target.name].writes:
+        raise ValueError(f"approximate_gelu (--approximate-gelu) is for the layouts without the "
+                         f"exact GELU; {target.name}'s layout writes it as it is")
     if os.path.isdir(dest) and os.listdir(dest) and target.marker not in os.listdir(dest):
         raise FileExistsError(f"{dest} exists and holds no {target.marker}; refusing to write "
                               f"a {target.name} checkpoint into it")
@@ -94,4 +117,6 @@ def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = Non
         if path is not None:
             return path
     encoder, vocab_file, lower_case, _ = read_checkpoint(src, lower_case)
+    if approximate_gelu:
+        encoder = with_approximate_gelu(encoder)
     return target.write_encoder(encoder, dest, vocab_file, lower_case)

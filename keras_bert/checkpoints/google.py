@@ -1,7 +1,9 @@
 """Google's released BERT checkpoints (TF1 `bert_model.ckpt` + `bert_config.json` + `vocab.txt`).
 
 Read with `tf.train.load_checkpoint` (no TF1 graph code) and written with the `SaveV2` op, so
-the files are the ones Google's `modeling.py` reads and writes.
+the files are the ones Google's `modeling.py` reads and writes. That code computes its "gelu"
+with the tanh approximation: a release reads as `gelu_approximate`, and a model with the exact
+GELU is refused by the writer, which has no name for it (`keras_bert.activation_names.GOOGLE`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.activation_names import GOOGLE
 from keras_bert.checkpoints.mapping import Rule, assign_checked, from_format, to_format
 from keras_bert.checkpoints.variables import encoder_variables
 from keras_bert.config import BertConfig
@@ -117,7 +120,10 @@ def save_google_checkpoint(encoder: BertEncoder, prefix: str,
 
 
 def save_google_dir(encoder: BertEncoder, path: str, vocab_file: str | None = None) -> str:
-    """Writes a directory in Google's released layout: config, checkpoint and vocab."""
+    """Writes a directory in Google's released layout: config, checkpoint and vocab. A model
+    whose activation Google's code cannot compute (the exact GELU) is refused before anything
+    is written."""
+    GOOGLE.write(encoder.config.hidden_act)
     os.makedirs(path, exist_ok=True)
     encoder.config.save_json(os.path.join(path, "bert_config.json"), flavor="google")
     save_google_checkpoint(encoder, os.path.join(path, "bert_model.ckpt"))

@@ -13,11 +13,12 @@ the first one `transformer_encoder_0`. Attention kernels are `EinsumDense` kerne
 heads as their own axis (`[hidden, heads, head_size]`, output `[heads, head_size, hidden]`),
 merged into our `[in, out]` on reading and split again on writing.
 
-keras-hub's BERT is always GELU with the tanh approximation and LayerNorm epsilon 1e-12: a
-preset reads as `hidden_act="gelu_approximate"`, and a model with exact `gelu` (every Google
-and Hugging Face BERT) is written as it is, so keras-hub runs it with the approximation
-(all-MiniLM-L6-v2: `sequence_output` moves by up to 4e-3). One `dropout` serves keras-hub's
-hidden and attention dropout.
+keras-hub's BERT is always GELU with the tanh approximation (its `BertBackbone` builds every
+`TransformerEncoder` with `gelu_approximate`) and LayerNorm epsilon 1e-12: a preset reads as
+`hidden_act="gelu_approximate"` (`keras_bert.activation_names.KERAS_HUB`), and a model with
+the exact GELU (Hugging Face's `gelu`) is refused unless it is approximated on purpose
+(`convert --approximate-gelu`: all-MiniLM-L6-v2's `sequence_output` moves by up to 4e-3).
+One `dropout` serves keras-hub's hidden and attention dropout.
 
 Tokenizer rules: keras-hub's `BertTokenizer` (TF Text `FastWordpieceTokenizer` after its
 own regex split) follows neither rule set exactly; `huggingface` fits best, since keras-hub
@@ -39,6 +40,7 @@ import shutil
 
 import numpy as np
 
+from keras_bert.activation_names import KERAS_HUB
 from keras_bert.checkpoints.mapping import Rule, assign_checked, from_format, to_format
 from keras_bert.checkpoints.variables import encoder_variables
 from keras_bert.config import BertConfig
@@ -131,7 +133,7 @@ def read_preset_config(path: str) -> BertConfig:
         return BertConfig(
             vocab_size=int(c["vocabulary_size"]), hidden_size=int(c["hidden_dim"]),
             num_layers=int(c["num_layers"]), num_heads=int(c["num_heads"]),
-            intermediate_size=int(c["intermediate_dim"]), hidden_act="gelu_approximate",
+            intermediate_size=int(c["intermediate_dim"]), hidden_act=KERAS_HUB.read(None, path),
             hidden_dropout=dropout, attention_dropout=dropout,
             max_position_embeddings=int(c.get("max_sequence_length", 512)),
             type_vocab_size=int(c.get("num_segments", 2)),
@@ -231,9 +233,7 @@ def _serialize(module: str, class_name: str, config: dict, dtype: str) -> dict:
 
 def backbone_config(config: BertConfig) -> dict:
     """The `BertBackbone` arguments for `config`; refuses what keras-hub cannot run."""
-    if config.hidden_act not in ("gelu", "gelu_approximate"):
-        raise ValueError(f"keras-hub's BertBackbone uses GELU; a model with hidden_act "
-                         f"{config.hidden_act!r} cannot be written as a keras-hub preset")
+    KERAS_HUB.write(config.hidden_act)  # refuses what its one activation is not
     if config.layer_norm_epsilon != LAYER_NORM_EPSILON:
         raise ValueError(f"keras-hub's BertBackbone uses LayerNorm epsilon 1e-12; a model "
                          f"with {config.layer_norm_epsilon} cannot be written as a keras-hub "

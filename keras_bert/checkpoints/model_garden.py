@@ -15,7 +15,8 @@ The attention projections are einsum kernels there: query/key/value `[hidden, he
 head_size]` (bias `[heads, head_size]`) and the output `[heads, head_size, hidden]`; they are
 reshaped to the `[in, out]` dense kernels of this package (heads concatenated in order), and
 the number of heads is read from them. Model Garden's `gelu` is the tanh approximation
-(`official.modeling.activations.gelu`), so its encoders read as `gelu_approximate`.
+(`official.modeling.activations.gelu`), so its encoders read as `gelu_approximate`
+(`keras_bert.activation_names.MODEL_GARDEN`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.activation_names import APPROXIMATE, MODEL_GARDEN
 from keras_bert.checkpoints import google
 from keras_bert.checkpoints.mapping import Rule, assign_checked, from_format
 from keras_bert.checkpoints.variables import encoder_variables
@@ -67,8 +69,6 @@ IGNORED = (r"(^|/)cls/", r"^sentence_prediction/", r"^save_counter$", r"^Variabl
 MLM_MARKER = "bert/cls/predictions/output_bias/bias"  # a model_with_mlm / pretrainer's head
 OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
 WORD_EMBEDDINGS = "word_embeddings/embeddings"
-# Model Garden's activation names (`tf_utils.get_activation`) -> `BertConfig.hidden_act`.
-ACTIVATIONS = {"gelu": "gelu_approximate", "relu": "relu", "tanh": "tanh"}
 
 
 def _object_graph(reader):
@@ -133,7 +133,7 @@ def merge_heads(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def infer_config(shapes: dict[str, tuple], hidden_act: str = "gelu_approximate") -> BertConfig:
+def infer_config(shapes: dict[str, tuple], hidden_act: str = APPROXIMATE) -> BertConfig:
     """The `BertConfig` that Model Garden variables of these shapes (by variable name) were
     made with; their activation is not stored in the variables and comes as `hidden_act`."""
     if "embedding_projection/kernel" in shapes:
@@ -158,7 +158,7 @@ def _missing_heads() -> int:
 
 
 def load_named_encoder(named: dict[str, np.ndarray], source: str,
-                       hidden_act: str = "gelu_approximate", dtype=None) -> BertEncoder:
+                       hidden_act: str = APPROXIMATE, dtype=None) -> BertEncoder:
     """A `BertEncoder` of the Model Garden variables `named` (by variable name). Anything
     that is neither the encoder's nor in `IGNORED` is a `CheckpointMismatchError` naming it."""
     if not holds_encoder(named):
@@ -214,12 +214,9 @@ def config_activation(path: str) -> str:
     """The activation of `bert_config.json` beside a checkpoint, as Model Garden reads it."""
     config_file = os.path.join(path, "bert_config.json")
     if not os.path.exists(config_file):
-        return "gelu_approximate"
+        return MODEL_GARDEN.read(None, path)
     with open(config_file, encoding="utf-8") as f:
-        act = json.load(f).get("hidden_act", "gelu")
-    if act not in ACTIVATIONS:
-        raise ValueError(f"{config_file}: hidden_act {act!r} is not one of {sorted(ACTIVATIONS)}")
-    return ACTIVATIONS[act]
+        return MODEL_GARDEN.read(json.load(f).get("hidden_act"), config_file)
 
 
 def load_checkpoint_dir(path: str, dtype=None) -> BertEncoder:
@@ -280,13 +277,10 @@ def save_checkpoint_dir(encoder: BertEncoder, path: str, vocab_file: str) -> str
     """Writes `encoder` as a Model Garden TF2 checkpoint directory: `bert_model.ckpt` (and its
     `checkpoint` state file; the object graph that `tf.train.Checkpoint(encoder=BertEncoder(...)).restore` matches),
     Model Garden's `bert_config.json` and `vocab.txt`. Model Garden computes its `gelu` with
-    the tanh approximation, so an encoder with the exact GELU is refused."""
+    the tanh approximation, so an encoder with the exact GELU is refused
+    (`activation_names.UnwritableActivationError`), before anything is written."""
     config = encoder.config
-    reverse = {v: k for k, v in ACTIVATIONS.items()}
-    if config.hidden_act not in reverse:
-        raise ValueError(f"Model Garden's BertEncoder has no {config.hidden_act!r} activation "
-                         f"(its gelu is the tanh approximation, keras_bert's "
-                         f"gelu_approximate); this encoder cannot be written there unchanged")
+    google_config = config.to_google_dict(MODEL_GARDEN)
     root = tf.Module()
     root.encoder = tf.Module()
     by_canonical = {n: v.numpy() for n, v in encoder_variables(encoder).items()}
@@ -310,8 +304,6 @@ def save_checkpoint_dir(encoder: BertEncoder, path: str, vocab_file: str) -> str
     with open(os.path.join(path, "checkpoint"), "w", encoding="utf-8") as f:  # for latest_checkpoint
         f.write('model_checkpoint_path: "bert_model.ckpt"\n'
                 'all_model_checkpoint_paths: "bert_model.ckpt"\n')
-    google_config = config.to_google_dict()
-    google_config["hidden_act"] = reverse[config.hidden_act]
     with open(os.path.join(path, "bert_config.json"), "w", encoding="utf-8") as f:
         json.dump(google_config, f, indent=2)
     tf.io.gfile.copy(vocab_file, os.path.join(path, "vocab.txt"), overwrite=True)

@@ -7,7 +7,8 @@ The weights are read from `variables/` with TensorFlow's checkpoint reader throu
 Garden's variable names (`model_garden.ENCODER_TABLE`); the SavedModel's graph is never run.
 The vocabulary is the `vocab.txt` asset and the casing the `do_lower_case` variable the
 exporter stores beside it; the activation comes from the Keras metadata the exporter writes
-(`"inner_activation"`, Model Garden's tanh `gelu` in every released BERT).
+(`"inner_activation"`, Model Garden's tanh `gelu` in every released BERT), read with Model
+Garden's names (`keras_bert.activation_names.MODEL_GARDEN`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 
 import tensorflow as tf
 
+from keras_bert.activation_names import MODEL_GARDEN
 from keras_bert.checkpoints import model_garden
 from keras_bert.models.encoder import BertEncoder
 
@@ -68,8 +70,8 @@ def read_vocab(path: str) -> tuple[str, bool]:
 
 
 def read_activation(path: str) -> str:
-    """The encoder's activation (`BertConfig.hidden_act`) from the exporter's Keras metadata;
-    Model Garden's `gelu` where none is recorded."""
+    """The encoder's activation (`BertConfig.hidden_act`) from the exporter's Keras metadata,
+    by Model Garden's names; Model Garden's `gelu` (the tanh form) where none is recorded."""
     for name in METADATA_FILES:
         file = os.path.join(path, name)
         if not os.path.exists(file):
@@ -80,11 +82,11 @@ def read_activation(path: str) -> str:
             raise _not_bert(path, f"its layers use several activations {sorted(found)}")
         if found:
             act = found.pop().decode()
-            if act not in model_garden.ACTIVATIONS:
+            if act not in MODEL_GARDEN.reads:
                 raise _not_bert(path, f"its activation {act!r} is not one of "
-                                      f"{sorted(model_garden.ACTIVATIONS)}")
-            return model_garden.ACTIVATIONS[act]
-    return model_garden.ACTIVATIONS["gelu"]
+                                      f"{sorted(MODEL_GARDEN.reads)}")
+            return MODEL_GARDEN.reads[act]
+    return MODEL_GARDEN.read(None, path)
 
 
 def load_saved_model_dir(path: str, dtype=None) -> BertEncoder:

@@ -51,6 +51,11 @@ def register(subparsers) -> None:
                         "masked LM / pretraining heads are kept for `pretrain --init`), a "
                         "head keras_bert has no equivalent for is refused, and a task model "
                         "directory goes --to huggingface as its BertFor* model")
+    p.add_argument("--approximate-gelu", action="store_true",
+                   help="with --to google, model-garden or keras-hub: write a model that "
+                        "computes the exact (erf) GELU with the tanh approximation, the only "
+                        "GELU those layouts' code computes (outputs move by up to a few 1e-3); "
+                        "without it such a model is refused")
     p.add_argument("--pair", action="store_true",
                    help="a Hugging Face sequence classifier reads text pairs (text, text_b): "
                         "its export then takes both")
@@ -59,11 +64,15 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Converts and prints a one-line summary."""
+    if args.approximate_gelu and args.to == "keras_bert":
+        raise ValueError("--approximate-gelu goes with --to google, model-garden or keras-hub; "
+                         "a keras_bert model directory holds the exact GELU as it is")
     if args.to != "keras_bert":
         from keras_bert.tasks.head_checkpoints import write_checkpoint
 
         path = write_checkpoint(args.src, args.dest, args.to.replace("-", "_"),
-                                lower_case=args.lower_case, encoder_only=args.encoder_only)
+                                lower_case=args.lower_case, encoder_only=args.encoder_only,
+                                approximate_gelu=args.approximate_gelu)
         print(f"wrote {os.path.abspath(path)}: {args.to} checkpoint with its vocabulary"
               + _hf_architecture(path, args.to))
         return 0

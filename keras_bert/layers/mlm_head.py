@@ -42,7 +42,7 @@ class BertMaskedLMHead(keras.layers.Layer):
     projection reads the embedding table in float32 and the logits are float32.
     """
 
-    def __init__(self, vocab_size, hidden_size, embedding=None, hidden_act="gelu",
+    def __init__(self, vocab_size, hidden_size, embedding=None, hidden_act="gelu_exact",
                  layer_norm_epsilon=1e-12, initializer_range=0.02, **kwargs):
         # No autocast scope around `call`: the tied table and the bias are read in float32.
         # The sub-layers (dense, LayerNorm) still autocast to the compute dtype themselves.

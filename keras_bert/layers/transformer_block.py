@@ -17,7 +17,7 @@ class BertTransformerBlock(keras.layers.Layer):
     Call with `x` `[batch, seq, hidden]` and an optional `padding_mask` `[batch, seq]`.
     """
 
-    def __init__(self, hidden_size, num_heads, intermediate_size, hidden_act="gelu",
+    def __init__(self, hidden_size, num_heads, intermediate_size, hidden_act="gelu_exact",
                  hidden_dropout=0.1, attention_dropout=0.1, initializer_range=0.02,
                  layer_norm_epsilon=1e-12, **kwargs):
         super().__init__(**kwargs)

@@ -144,7 +144,7 @@ def convert_model_garden_classifier(src: str, dest: str, vocab_file: str, lower_
 
 
 def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = None,
-                     encoder_only: bool = False) -> str:
+                     encoder_only: bool = False, approximate_gelu: bool = False) -> str:
     """`keras_bert.checkpoints.conversion.write_checkpoint`, except that a task model
     directory goes to Hugging Face (`to="huggingface"`) as the matching `BertFor*` model
     unless `encoder_only`."""
@@ -157,7 +157,8 @@ def write_checkpoint(src: str, dest: str, to: str, lower_case: bool | None = Non
         path = write_hf_task(task_class(saved.kind)._restore(saved), dest, lower_case, src)
         if path is not None:
             return path
-    return conversion.write_checkpoint(src, dest, to, lower_case, encoder_only)
+    return conversion.write_checkpoint(src, dest, to, lower_case, encoder_only,
+                                       approximate_gelu=approximate_gelu)
 
 
 def write_hf_task(model, dest: str, lower_case: bool | None, src: str) -> str | None:

@@ -24,8 +24,11 @@ from keras_bert.checkpoints.huggingface import encoder_to_hf_state
 from keras_bert.checkpoints.variables import encoder_variables
 from tests.support.reference import require
 
+# The tanh GELU: Google's layout holds it (its code computes no other GELU), Hugging Face's
+# names it gelu_new. The exact GELU per layout: tests/checkpoints/test_gelu_per_layout.py.
 CONFIG = BertConfig(vocab_size=50, hidden_size=16, num_layers=2, num_heads=2,
-                    intermediate_size=32, max_position_embeddings=24)
+                    intermediate_size=32, max_position_embeddings=24,
+                    hidden_act="gelu_approximate")
 
 
 def _inputs(seed=0, batch=3, seq=10):
@@ -38,9 +41,9 @@ def _inputs(seed=0, batch=3, seq=10):
             "input_mask": mask, "input_type_ids": types}
 
 
-def _random_encoder(seed=1):
+def _random_encoder(seed=1, config=CONFIG):
     """An encoder whose every weight is random (non-trivial LayerNorm and biases too)."""
-    encoder = BertEncoder(CONFIG)
+    encoder = BertEncoder(config)
     rng = np.random.default_rng(seed)
     for v in encoder.weights:
         v.assign(rng.normal(0, 0.2, v.shape).astype("float32") + (1.0 if "gamma" in v.path else 0))
@@ -194,11 +197,14 @@ def test_hf_missing_and_unknown(tmp_path):
 
 
 @pytest.mark.needs_torch
-def test_hf_written_weights_load_in_transformers(tmp_path):
+@pytest.mark.parametrize("hidden_act, hf_name", [("gelu_exact", "gelu"),
+                                                 ("gelu_approximate", "gelu_new")])
+def test_hf_written_weights_load_in_transformers(tmp_path, hidden_act, hf_name):
     torch = require("torch")
     transformers = require("transformers")
-    encoder = _random_encoder()
+    encoder = _random_encoder(config=CONFIG.replace(hidden_act=hidden_act))
     save_hf_dir(encoder, str(tmp_path))
+    assert json.loads((tmp_path / "config.json").read_text())["hidden_act"] == hf_name
     ref = transformers.BertModel.from_pretrained(str(tmp_path)).eval()
     x = _inputs()
     with torch.no_grad():

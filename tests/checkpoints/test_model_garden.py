@@ -105,9 +105,10 @@ def test_hub_saved_model_gives_vocab_casing_and_encoder(tmp_path, lower_case):
 
 
 def test_exact_gelu_is_refused_by_the_writer(tmp_path):
-    with pytest.raises(ValueError, match="tanh approximation"):
-        model_garden.save_checkpoint_dir(_encoder("gelu"), str(tmp_path / "mg"),
-                                         _vocab(tmp_path))
+    vocab = _vocab(tmp_path)
+    with pytest.raises(ValueError, match="exact .erf. GELU.*Model Garden's 'gelu' is the tanh"):
+        model_garden.save_checkpoint_dir(_encoder("gelu_exact"), str(tmp_path / "mg"), vocab)
+    assert not (tmp_path / "mg").exists()
 
 
 def test_saved_model_that_is_not_bert_gets_one_line(tmp_path, capsys):

@@ -65,7 +65,11 @@ def test_convert_to_google_and_huggingface_round_trips_real_weights(capsys, conv
 
     original = _hf_state(f"{minilm_dir()}/model.safetensors")
     google_dir = tmp_path / "google"
-    assert main(["convert", converted, str(google_dir), "--to", "google"]) == 0
+    # MiniLM computes the exact GELU; Google's code only the tanh form: asked for, on purpose.
+    assert main(["convert", converted, str(google_dir), "--to", "google"]) == 2
+    assert "--approximate-gelu" in capsys.readouterr().err and not google_dir.exists()
+    assert main(["convert", converted, str(google_dir), "--to", "google",
+                 "--approximate-gelu"]) == 0
     assert {"bert_config.json", "vocab.txt", "bert_model.ckpt.index"} <= {
         p.name for p in google_dir.iterdir()}
     prefix = str(google_dir / "bert_model.ckpt")
@@ -78,6 +82,7 @@ def test_convert_to_google_and_huggingface_round_trips_real_weights(capsys, conv
         original["embeddings.word_embeddings.weight"])
     config = json.loads((google_dir / "bert_config.json").read_text())
     assert (config["num_hidden_layers"], config["hidden_size"]) == (6, 384)
+    assert config["hidden_act"] == "gelu"  # Google's name for the tanh GELU
 
     hf_dir = tmp_path / "hf"  # from the Google layout: the full circle
     assert main(["convert", str(google_dir), str(hf_dir), "--to", "huggingface"]) == 0
@@ -87,6 +92,7 @@ def test_convert_to_google_and_huggingface_round_trips_real_weights(capsys, conv
         np.testing.assert_array_equal(written[name], original[name])
     assert json.loads((hf_dir / "tokenizer_config.json").read_text())["do_lower_case"] is True
     assert (hf_dir / "vocab.txt").read_text() == (google_dir / "vocab.txt").read_text()
+    assert json.loads((hf_dir / "config.json").read_text())["hidden_act"] == "gelu_new"
     capsys.readouterr()
 
     other = tmp_path / "occupied"

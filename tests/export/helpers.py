@@ -22,9 +22,10 @@ WORDS = ("the a cat dog sat on mat call me ishmael state of union is strong bert
 
 
 def make_tiny_model_dir(path, seed: int = 0, max_position_embeddings: int = 64,
-                        vocab_file: str | None = None) -> str:
+                        vocab_file: str | None = None, hidden_act: str = "gelu_exact") -> str:
     """A random encoder, as a keras_bert model dir (initialised from `seed`, so two seeds
-    give two different models), with a small vocab or the uncased `vocab_file` given."""
+    give two different models), with a small vocab or the uncased `vocab_file` given;
+    `hidden_act="gelu_approximate"` computes the GELU of Google's releases."""
     keras.utils.set_random_seed(seed)
     os.makedirs(path, exist_ok=True)
     vocab = vocab_file or os.path.join(path, "vocab-source.txt")
@@ -34,7 +35,8 @@ def make_tiny_model_dir(path, seed: int = 0, max_position_embeddings: int = 64,
     with open(vocab, encoding="utf-8") as f:
         vocab_size = sum(1 for _ in f)
     config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_layers=2, num_heads=4,
-                        intermediate_size=64, max_position_embeddings=max_position_embeddings)
+                        intermediate_size=64, max_position_embeddings=max_position_embeddings,
+                        hidden_act=hidden_act)
     return save_model_dir(BertEncoder(config), os.path.join(path, "model"), vocab,
                           lower_case=True).path
 
@@ -52,9 +54,10 @@ def task_model(block: dict, encoder, preprocessor, labels: list[str] | None = No
 
 
 def make_tiny_task_dir(path, task: dict, labels: list[str] | None = None, seed: int = 0,
-                       vocab_file: str | None = None) -> str:
+                       vocab_file: str | None = None, hidden_act: str = "gelu_exact") -> str:
     """A tiny fine-tuned model directory of `task["kind"]` with a random head."""
-    source = make_tiny_model_dir(os.path.join(path, "base"), seed, vocab_file=vocab_file)
+    source = make_tiny_model_dir(os.path.join(path, "base"), seed, vocab_file=vocab_file,
+                                 hidden_act=hidden_act)
     from keras_bert.checkpoints import load_model_dir
 
     base = load_model_dir(source)

@@ -99,6 +99,22 @@ def test_layout_and_metadata(classifier):
         assert sorted(model.interpreter.get_signature_list()) == sorted(saved.signatures)
 
 
+def test_the_tanh_gelu_of_googles_releases_exports_and_answers_as_the_saved_model(tmp_path):
+    """A model with Google's GELU (the tanh approximation: `Tanh` and `Pow`) passes the TF
+    Serving op audit of every target and answers in LiteRT as its SavedModel."""
+    from keras_bert.export.op_audit import TARGETS, check
+
+    task_dir = make_tiny_task_dir(tmp_path, {"kind": "classify", "seq_length": SEQ}, LABELS,
+                                  vocab_file=uncased_vocab_path(), hidden_act="gelu_approximate")
+    saved = export_model(task_dir, str(tmp_path / "saved"))  # audited for the default target
+    for target in TARGETS:
+        report = check(saved.path, target)
+        assert report.ok and {"Tanh", "Pow"} <= set(report.ops), target
+    lite = export_model(task_dir, str(tmp_path / "lite"), format="litert",
+                        tokenizer="fast-bert")
+    compare(saved.path, lite.path, corpus_lines()[::200] + HARD_CASES[:8])
+
+
 def test_classifier_answers_as_the_saved_model(classifier):
     _, saved, lite = classifier
     texts = held_out_texts()

@@ -23,8 +23,10 @@ from keras_bert.jobs.pretrain import PretrainJob, _build_pretrainer, _tokenizer
 from keras_bert.models import BertPretrainer
 from keras_bert.text.tokenizer import load_vocab
 
+# The tanh GELU: the one GELU Google's layout holds (its modeling.py computes no other).
 CONFIG = BertConfig(vocab_size=len(load_vocab(DEFAULT_VOCAB)), hidden_size=16, num_layers=1,
-                    num_heads=2, intermediate_size=32, max_position_embeddings=64)
+                    num_heads=2, intermediate_size=32, max_position_embeddings=64,
+                    hidden_act="gelu_approximate")
 
 
 def _source(seed: int) -> BertPretrainer:

@@ -75,12 +75,14 @@ def np_(x):
 GRID = np.linspace(-6.0, 6.0, 1201).astype("float32")
 
 
-def test_gelu_is_the_exact_erf_gelu():
+# "gelu": the name a layer config saved before the names said which GELU holds (Keras' erf).
+@pytest.mark.parametrize("name", ["gelu_exact", "gelu"])
+def test_gelu_exact_is_the_erf_gelu(name):
     exact = nb.gelu_exact(GRID)
     tanh_approx = nb.gelu_tanh(GRID)
     # The two GELUs differ by ~2e-4 at most: this test can tell them apart.
     assert np.abs(exact - tanh_approx).max() > 1e-4
-    ours = np_(get_activation("gelu")(keras.ops.convert_to_tensor(GRID)))
+    ours = np_(get_activation(name)(keras.ops.convert_to_tensor(GRID)))
     np.testing.assert_allclose(ours, exact, rtol=0, atol=2e-6)
 
 
@@ -97,8 +99,8 @@ def test_other_activations(name):
                                rtol=0, atol=2e-6)
 
 
-def test_block_uses_exact_gelu_for_hidden_act_gelu(tiny_config, rng):
-    block = make_block(tiny_config, rng, hidden_act="gelu")
+def test_block_uses_exact_gelu_for_gelu_exact(tiny_config, rng):
+    block = make_block(tiny_config, rng, hidden_act="gelu_exact")
     # Spread the pre-activations over [-5, 5], where the two GELUs differ most.
     h = 3.0 * hidden_states(tiny_config, rng)
     ours = np_(block.intermediate(h))
@@ -259,7 +261,7 @@ def test_attention_rejects_indivisible_heads():
 # ----- transformer block -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_approximate", "relu", "tanh", "silu"])
+@pytest.mark.parametrize("hidden_act", ["gelu_exact", "gelu_approximate", "relu", "tanh", "silu"])
 @pytest.mark.parametrize("masked", [False, True])
 def test_block_matches_reference(tiny_config, rng, inputs, hidden_act, masked):
     layer = make_block(tiny_config, rng, hidden_act=hidden_act)

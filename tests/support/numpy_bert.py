@@ -34,13 +34,16 @@ def gelu_exact(x):
 
 
 def gelu_tanh(x):
-    """The tanh approximation of GELU (Hugging Face's `gelu_new`)."""
+    """The tanh approximation of GELU, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): the
+    `gelu` of Google's BERT `modeling.py` (and Hugging Face's `gelu_new`)."""
     x = np.asarray(x, dtype=np.float64)
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
+# By keras_bert's names (`BertConfig.hidden_act`): what a reference computes when it takes the
+# activation from the layer; a reference written from a source's formulas passes its own.
 ACTIVATIONS = {
-    "gelu": gelu_exact,
+    "gelu_exact": gelu_exact,
     "gelu_approximate": gelu_tanh,
     "relu": lambda x: np.maximum(x, 0.0),
     "tanh": np.tanh,
@@ -108,11 +111,13 @@ def self_attention(layer, x, padding_mask=None):
     return _dense(context, layer.output_dense), np.stack(all_probs, axis=1)
 
 
-def transformer_block(layer, x, padding_mask=None):
-    """Post-LN block: h = LN(x + MHA(x)); y = LN(h + W2 act(W1 h + b1) + b2)."""
+def transformer_block(layer, x, padding_mask=None, activation=None):
+    """Post-LN block: h = LN(x + MHA(x)); y = LN(h + W2 act(W1 h + b1) + b2), where `act`
+    is `activation` (a function of a float64 array), else the layer's own `hidden_act`."""
     attended, _ = self_attention(layer.attention, x, padding_mask)
     h = _layer_norm_of(x + attended, layer.attention_layer_norm)
-    inner = ACTIVATIONS[layer.hidden_act](_dense(h, layer.intermediate))
+    act = activation or ACTIVATIONS[layer.hidden_act]
+    inner = act(_dense(h, layer.intermediate))
     return _layer_norm_of(h + _dense(inner, layer.output_dense), layer.output_layer_norm)
 
 
@@ -121,12 +126,13 @@ def pooler(layer, sequence_output):
     return np.tanh(_dense(np.asarray(sequence_output, np.float64)[:, 0, :], layer.dense))
 
 
-def encoder(model, input_word_ids, input_mask, input_type_ids):
-    """The whole `BertEncoder` forward pass, as a dict like the model's outputs."""
+def encoder(model, input_word_ids, input_mask, input_type_ids, activation=None):
+    """The whole `BertEncoder` forward pass, as a dict like the model's outputs; every block
+    computes `activation` (default: the blocks' own `hidden_act`, see `transformer_block`)."""
     x = embeddings(model.embeddings, input_word_ids, input_type_ids)
     encoder_outputs = []
     for block in model.blocks:
-        x = transformer_block(block, x, input_mask)
+        x = transformer_block(block, x, input_mask, activation)
         encoder_outputs.append(x)
     pooled = pooler(model.pooler, x)
     return {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": encoder_outputs,
