@@ -156,6 +156,20 @@ def _answers(kind: str, model, x) -> dict:
     return {name: np.asarray(value).tolist() for name, value in outputs.items()}
 
 
+def _ids_answers(model) -> dict:
+    """The float outputs of the export's `serve_ids` function, run in this process, on two
+    rows of 13 ids (one padded): per-position outputs keep the rows' length."""
+    ids = np.array([[2, 9, 12, 30, 7, 3, 20, 21, 15, 8, 11, 3, 0],
+                    [2, 14, 3, 25, 26, 3, 0, 0, 0, 0, 0, 0, 0]], np.int32)
+    types = np.zeros_like(ids)
+    types[0, 6:12] = 1
+    types[1, 3:6] = 1
+    outputs = model._serving_functions().ids_function()(
+        input_word_ids=ids, input_mask=(ids > 0).astype(np.int32), input_type_ids=types)
+    return {name: np.asarray(value).tolist() for name, value in outputs.items()
+            if np.asarray(value).dtype.kind == "f"}
+
+
 def fit(root: Path, kinds: list[str], xla: bool, accumulation: int,
         save: Path | None = None) -> dict:
     """Loads, fits and answers each of `kinds`; `{kind: {"losses", "answers", ...}}`;
@@ -183,7 +197,8 @@ def fit(root: Path, kinds: list[str], xla: bool, accumulation: int,
         compiled = model.pretrainer if kind == "pretrain" else model
         results[kind] = {"losses": steps.losses, "seconds": time.perf_counter() - begin,
                          "jit_compile": compiled.jit_compile,
-                         "answers": _answers(kind, model, x)}
+                         "answers": _answers(kind, model, x),
+                         "ids_answers": {} if kind == "pretrain" else _ids_answers(model)}
         if save is not None:
             model.save(str(save / kind))
     return results

@@ -94,10 +94,13 @@ def _assert_same_training(first: dict, second: dict) -> None:
     assert losses[0].shape == losses[1].shape and len(losses[0]) >= 6
     np.testing.assert_allclose(losses[1], losses[0], rtol=LOSS_RTOL)
     assert not np.allclose(losses[0], losses[0][0]), "the loss never moved"
-    for name, value in first["answers"].items():
-        expected, got = np.asarray(value), np.asarray(second["answers"][name])
-        if expected.dtype.kind == "f":
-            np.testing.assert_allclose(got, expected, atol=ANSWER_ATOL, err_msg=name)
+    # `predict`'s answers and the float outputs of `serve_ids` on the same ids (per-position
+    # outputs included: their shape is the rows' length).
+    for answers in ("answers", "ids_answers"):
+        for name, value in first[answers].items():
+            expected, got = np.asarray(value), np.asarray(second[answers][name])
+            if expected.dtype.kind == "f":
+                np.testing.assert_allclose(got, expected, atol=ANSWER_ATOL, err_msg=name)
 
 
 @pytest.mark.parametrize("kind", KINDS)
