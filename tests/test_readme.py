@@ -33,7 +33,6 @@ import pytest
 
 from tests.support.docs_pages import documentation
 from tests.support.readme_coverage import check_covered, covering_tests
-from tests.support.rotation import share
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = ".venv/bin/keras-bert"
@@ -242,10 +241,9 @@ CHECKS = {"convert_pretrain": _check_convert_pretrain,
           "tag_multilabel": _check_tag_multilabel, "squad_serve": _check_squad_serve}
 
 
-# The README's commands in four parts, each with what it needs of the others (the MiniLM
-# conversion), so that CI can run one part per landing (a share each in
-# tests/support/rotation.py, once in twelve landings). `readme_part` names a
-# command's part by the files it reads or writes.
+# The documentation's commands in four parts, each with what it needs of the others (the
+# MiniLM conversion), so that CI can spread them over its landings (tests/support/schedule.py).
+# `readme_part` names a command's part by the files it reads or writes.
 README_PARTS = ("convert_pretrain", "classify_serve", "tag_multilabel", "squad_serve")
 _SHARED = (r"^MINILM=", r'^\.venv/bin/keras-bert convert "\$MINILM" models/minilm$')
 _PART_PATTERNS = {
@@ -269,8 +267,7 @@ def readme_part(command: str) -> str | None:
 
 @pytest.mark.slow  # 12-15 processes that each start TensorFlow, per part
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("part", [
-    pytest.param(part, marks=share(f"readme:{part}")) for part in README_PARTS])
+@pytest.mark.parametrize("part", README_PARTS)
 def test_readme_commands_run_as_printed(tmp_path, part):
     commands = [strip_comment(c) for c in bash_commands(documentation())]
     assert len(commands) > 20
@@ -458,10 +455,8 @@ def _litert_export(base_dir) -> None:
 
 
 @pytest.mark.slow  # fits the real MiniLM: ~120 s in a fresh-clone CI run of 2026-11-26
-# With the README's classify-and-serve commands (the share `readme:python_block`):
-# every run fits, predicts, saves and exports the same class on a tiny model
+# The README's tier fits, predicts, saves and exports the same class on a tiny model
 # (tests/tasks/text_classification/test_text_classifier.py).
-@share("readme:python_block")
 def test_readme_python_blocks_run_as_printed(tmp_path):
     """The Python blocks (README.md's example, which the Python API page includes, and that
     page's encoder block) run as printed (real MiniLM weights) and print the shapes and layer
