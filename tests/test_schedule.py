@@ -27,7 +27,12 @@ import test_durations  # noqa: E402  (scripts/test_durations.py)
 MARKERS = "[pytest]\nmarkers =\n    slow\n    exhaustive\n    ci_pick\n    needs_torch\n"
 # A suite with the shapes CI meets: a file whose slow tests go together, one whose slow tests
 # sum past UNIT_MAX_S (each alone), two older environments over two files, a test that needs
-# torch, an exhaustive sweep and tests of the README's tier.
+# torch, an exhaustive sweep and tests of the README's tier. Ten long units fill landings 0-9,
+# so that the environments and the torch test meet the rules where the load alone would put
+# them together (landing 10) or on Python 3.13 (landing 11).
+EXAMPLE_SECONDS = {"squad": 280.0, "ner": 270.0, "multilabel": 260.0, "regressor": 250.0,
+                   "distill": 240.0, "tagger": 230.0, "embed": 210.0, "serve": 205.0,
+                   "pretrain": 200.0}
 SAMPLE = {
     "test_fixtures": """
 import pytest
@@ -35,10 +40,11 @@ pytestmark = pytest.mark.slow
 def test_first(): pass
 def test_second(): pass
 """,
-    "test_examples": """
+    "test_examples": f"""
 import pytest
+EXAMPLES = {list(EXAMPLE_SECONDS)!r}
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["squad", "ner", "multilabel", "regressor", "distill"])
+@pytest.mark.parametrize("name", EXAMPLES)
 def test_example(name): pass
 def test_quick(): pass
 """,
@@ -63,12 +69,18 @@ def test_runtime(runtime): pass
 """,
 }
 RECORDED = {"test_fixtures.py::test_first": 200.0, "test_fixtures.py::test_second": 20.0,
-            **{f"test_examples.py::test_example[{n}]": s for n, s in
-               [("squad", 280.0), ("ner", 130.0), ("multilabel", 220.0), ("regressor", 180.0),
-                ("distill", 175.0)]},
-            "test_envs.py::test_old_runtime": 25.0, "test_matrix.py::test_runtime[2.12.1]": 90.0,
-            "test_envs.py::test_oldest": 270.0, "test_envs.py::test_parity": 240.0,
+            **{f"test_examples.py::test_example[{n}]": s for n, s in EXAMPLE_SECONDS.items()},
+            "test_envs.py::test_old_runtime": 25.0, "test_matrix.py::test_runtime[2.12.1]": 15.0,
+            "test_envs.py::test_oldest": 30.0, "test_envs.py::test_parity": 20.0,
             "test_examples.py::test_quick": 3.0}
+
+
+def _collect(pytester, *args: str) -> list[str]:
+    """The output lines of a collection of the sample (no:hypothesispytest: its summary
+    imports Hypothesis afresh in each in-process run, as pytester forgets the modules a run
+    imported: ~1 min in all)."""
+    return pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:cacheprovider",
+                                        "-p", "no:hypothesispytest", *args).outlines
 
 
 def _landings(pytester, monkeypatch) -> tuple[dict[int, list[str]], dict[int, str]]:
@@ -77,11 +89,9 @@ def _landings(pytester, monkeypatch) -> tuple[dict[int, list[str]], dict[int, st
     selected, lines = {}, {}
     for turn in range(120, 120 + CYCLE):  # 120 % CYCLE == 0
         monkeypatch.setenv("KERAS_BERT_ROTATION", str(turn))
-        result = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:cacheprovider",
-                                              "-m", "not exhaustive or ci_pick")
-        selected[turn % CYCLE] = [line for line in result.outlines if "::" in line]
-        [lines[turn % CYCLE]] = [line for line in result.outlines
-                                 if line.startswith("CI landing")]
+        outlines = _collect(pytester, "-m", "not exhaustive or ci_pick")
+        selected[turn % CYCLE] = [line for line in outlines if "::" in line]
+        [lines[turn % CYCLE]] = [line for line in outlines if line.startswith("CI landing")]
     return selected, lines
 
 
@@ -107,9 +117,9 @@ def test_adding_a_slow_test_needs_no_table_edit(pytester, monkeypatch):
     table = pytester.path / "tests" / "durations.json"
     table.parent.mkdir()
     table.write_text(json.dumps(RECORDED))
-    everything = {line for line in pytester.runpytest_inprocess(
-        "--collect-only", "-q", "-m", "slow and not exhaustive").outlines if "::" in line}
-    assert len(everything) == 11
+    everything = {line for line in _collect(pytester, "-m", "slow and not exhaustive")
+                  if "::" in line}
+    assert len(everything) == 15
 
     selected, lines = _landings(pytester, monkeypatch)
     runs = [t for landing in selected.values() for t in _slow_ids(landing)]
@@ -130,7 +140,7 @@ def test_adding_a_slow_test_needs_no_table_edit(pytester, monkeypatch):
         assert [per_file[f] for f in files] == sorted((per_file[f] for f in files), reverse=True)
     # the examples' file sums past UNIT_MAX_S: its tests spread one by one
     assert len({turn for turn, landing in selected.items()
-                if any("test_example[" in t for t in landing)}) == 5
+                if any("test_example[" in t for t in landing)}) == 9
 
     before = table.read_text()
     pytester.makepyfile(test_new="import pytest\n@pytest.mark.slow\ndef test_new(): pass\n")
