@@ -3,11 +3,10 @@
 # two xdist workers (one per core; docs/testing.md). One option, first, picks the tier:
 #   scripts/test.sh          the tests to run before every commit: no test marked `slow` or
 #                            `exhaustive`
-#   scripts/test.sh --full   every test but the exhaustive tier: the slow ones, every rotating
-#                            share (tests/support/rotation.py), the older environments
-#   scripts/test.sh --ci     CI's run (.ci/run): the default tier plus the slow tests, with
-#                            this landing's shares and exhaustive test (KERAS_BERT_ROTATION,
-#                            the commit count unless set)
+#   scripts/test.sh --full   every test but the exhaustive tier (the slow ones included)
+#   scripts/test.sh --ci     CI's run (.ci/run): the default tier plus this landing's slow
+#                            tests and exhaustive test (tests/support/schedule.py; the landing
+#                            is KERAS_BERT_ROTATION, the commit count unless set)
 # Other arguments go to pytest after the tier's, so they win: `-m exhaustive` runs the
 # exhaustive tier, `-n 0` one process, a path one file. PYTHON picks the interpreter of a new
 # .venv (scripts/install.sh), e.g. `PYTHON=3.12 bash scripts/test.sh`.
@@ -19,7 +18,7 @@ case "${1:-}" in
 esac
 case "$TIER" in
   default) MARKS="not slow and not exhaustive" ;;
-  # No rotation number: rotation_share keeps every share.
+  # No landing number: every slow test runs (tests/support/schedule.py).
   full) MARKS="not exhaustive"; unset KERAS_BERT_ROTATION ;;
   ci) MARKS="not exhaustive or ci_pick"
       KERAS_BERT_ROTATION=${KERAS_BERT_ROTATION:-$(git rev-list --count HEAD 2>/dev/null || echo 0)}

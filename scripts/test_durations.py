@@ -2,16 +2,21 @@
 
     python scripts/test_durations.py ci-logs/junit.xml                 # print the summary
     python scripts/test_durations.py ci-logs/junit.xml --markdown F    # also write it as F
+    python scripts/test_durations.py ci-logs/junit.xml --record tests/durations.json
 
 Prints the run's totals, the time per test file (setup and teardown of module fixtures
 included, as JUnit XML counts them) and the slowest tests. `.ci/run` prints it after every
-run; `docs/test-durations.md` is one such summary, committed with the host it ran on.
+run; docs/runs/ci-durations-*.md are such summaries, committed with the host they ran on.
+`--record` writes the seconds of the run's passed tests into the table CI's schedule reads
+(`tests/support/schedule.py`), keeping the figures of the tests the run did not hold.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
+import os
 import sys
 import xml.etree.ElementTree as ET
 
@@ -30,14 +35,17 @@ def read_cases(path: str) -> list[dict]:
         while file and not file[-1].startswith("test_"):
             file.pop()
         properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+        classes = module.split(".")[len(file):]
         cases.append({"file": "/".join(file) + ".py" if file else module,
+                      "nodeid": "::".join(["/".join(file) + ".py" if file else module,
+                                           *classes, case.get("name", "")]),
                       "name": f"{module}::{case.get('name')}",
                       "seconds": float(case.get("time", 0) or 0), "outcome": outcome,
                       # tests/support/resource_log.py: CPU of the test's process and its children
                       "cpu": float(properties.get("cpu_s", "nan")),
                       "child_cpu": float(properties.get("child_cpu_s", "nan")),
                       "threads": int(properties.get("threads", 0)),
-                      # tests/support/rotation.py: pick_exhaustive
+                      # tests/support/schedule.py: pick_exhaustive
                       "ci_pick": properties.get("ci_pick")})
     return cases
 
@@ -92,13 +100,36 @@ def _waiting(cases: list[dict], count: int) -> list[str]:
     return lines
 
 
+def record(cases: list[dict], path: str) -> tuple[int, int]:
+    """Writes the seconds of each passed case into the JSON table at `path` (test id ->
+    seconds, one a line), over the figures it held; returns (recorded, new)."""
+    table = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            table = json.load(f)
+    passed = {c["nodeid"]: round(c["seconds"], 1) for c in cases if c["outcome"] == "passed"}
+    new = len(set(passed) - set(table))
+    table.update(passed)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(table, indent=0, sort_keys=True) + "\n")
+    return len(passed), new
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("junit_xml")
     parser.add_argument("--slowest", type=int, default=40)
     parser.add_argument("--markdown", help="also write the summary to this file")
+    parser.add_argument("--record", metavar="JSON",
+                        help="write the passed tests' seconds into this table "
+                             "(tests/durations.json: CI's schedule reads it)")
     args = parser.parse_args(argv)
-    text = summary(read_cases(args.junit_xml), args.slowest)
+    cases = read_cases(args.junit_xml)
+    if args.record:
+        recorded, new = record(cases, args.record)
+        print(f"{args.record}: {recorded} tests recorded, {new} of them new")
+        return 0
+    text = summary(cases, args.slowest)
     sys.stdout.write(text)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:

@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from keras_bert import BertConfig  # noqa: E402
-from tests.support.rotation import pick_exhaustive, rotation_share  # noqa: E402
+from tests.support.schedule import longest_files_first, read_durations, select  # noqa: E402
 
 # `ci_rules`: no test skips under CI=true; `resource_log`: CPU and threads per test in the
 # durations log; `pytester`: the tests of those run a suite.
@@ -106,42 +106,15 @@ def minilm_model_dir(tmp_path_factory) -> str:
     return convert(minilm_dir(), str(tmp_path_factory.mktemp("minilm") / "minilm")).path
 
 
-# ----- order: the longest files first, so that two xdist workers (`.ci/run`) end together ---
-
-# The files over ~60 s in CI's durations log (a fresh-clone run of 2026-11-26, 47.6 min in all;
-# docs/runs/ci-durations-2026-11-26-31f258c.md for the run before it), longest first, with the rotating
-# shares counted at their share of a run; the rest keep their order after them. Within a
-# file the order never changes (module fixtures).
-LONGEST_FILES = (
-    "tests/examples/test_examples.py", "tests/test_readme.py",
-    "tests/export/test_runtime_matrix.py", "tests/test_oldest_supported.py",
-    "tests/export/test_train_serve_features.py", "tests/pretraining/test_phases.py",
-    "tests/export/test_task_exports.py", "tests/tasks/text_classification/test_text_classifier.py",
-    "tests/jobs/test_finetune_resume.py", "tests/models/test_pretrainer.py",
-    "tests/export/test_export.py", "tests/tasks/test_task_networks.py", "tests/test_bench.py",
-    "tests/jobs/test_pretrain_resume.py", "tests/training/test_accumulation.py",
-    "tests/examples/test_notebook.py", "tests/test_kaggle_wheelhouse.py",
-    "tests/training/test_distribution.py", "tests/jobs/test_quickstart.py",
-)
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# ----- CI's rules: what this Python and this landing run, the longest files first ----------
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the pick carries `ci_pick`
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # before `-m` deselects: the pick is `ci_pick`
 def pytest_collection_modifyitems(config, items):
-    """Leaves out the tests this Python cannot run, and says so (`tests/support/ci_rules.py:
-    leave_out_for_python`), keeps this run's share of the `rotating` tests
-    (`rotation_share`), marks this run's exhaustive test (`pick_exhaustive`), then sorts the
-    longest files first (stable: every other file keeps its place)."""
-    from tests.support.ci_rules import leave_out_for_python  # a plugin (above): imported by pytest
-
-    leave_out_for_python(config, items)
-    pick_exhaustive(items, os.environ.get("KERAS_BERT_ROTATION"))
-    keep, dropped = rotation_share(items, os.environ.get("KERAS_BERT_ROTATION"))
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
-    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(
-        os.path.relpath(str(item.path), _ROOT).replace(os.sep, "/"), len(rank)))
-
-
+    """Leaves out the tests this Python cannot run, marks this run's exhaustive test and
+    keeps this CI landing's slow tests (`tests/support/schedule.py: select`); once `-m` has
+    deselected, starts the longest files first, so that two xdist workers end together."""
+    select(config, items)
+    result = yield
+    longest_files_first(items, read_durations(str(config.rootpath)))
+    return result

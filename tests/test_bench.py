@@ -15,7 +15,6 @@ import sys
 import pytest
 
 from tests.support.reference import require
-from tests.support.rotation import share
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -57,8 +56,7 @@ ON_JAX = ("accelerator.py",)
 WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit.py")
 
 
-# 30-165 s each in CI's durations logs: CI runs one of them per landing, each once in 12
-# landings (its share in tests/support/rotation.py).
+# 30-165 s each in CI's durations logs.
 # Those with Hugging Face's torch models among their contenders.
 WITH_TORCH = ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
               "serving_latency.py", "serving_profile.py", "long_documents.py",
@@ -67,7 +65,7 @@ WITH_TORCH = ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", [
-    pytest.param(s, marks=[share(f"bench:{s}")] + [pytest.mark.needs_torch] * (s in WITH_TORCH)
+    pytest.param(s, marks=[pytest.mark.needs_torch] * (s in WITH_TORCH)
                  + [pytest.mark.needs_jax] * (s in ON_JAX))
     for s in sorted(BENCHMARKS)])
 def test_quick_mode_runs_and_compares(script):

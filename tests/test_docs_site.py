@@ -75,7 +75,7 @@ BREAKAGES = {
     "reference": ("reference/task-models.md", "::: keras_bert.config.LongTextReading\n",
                   "::: keras_bert.config.LongTextReading\n\n"
                   "::: keras_bert.config.NoSuchThing\n", "NoSuchThing"),
-    "snippet": ("install.md", '"README.md:install"', '"README.md:no-such-part"',
+    "snippet": ("quickstart.md", '"README.md:quickstart"', '"README.md:no-such-part"',
                 "no-such-part"),
 }
 

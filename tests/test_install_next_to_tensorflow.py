@@ -15,10 +15,9 @@ import pytest
 from tests.export.runtimes import RUNTIMES, image_environment, installed_versions
 from tests.support.built_distributions import built_distributions
 from tests.support.installed_commands import run_commands
-from tests.support.rotation import share
 
-# In the landings that build TF 2.20.0's runtime (the share `env:tf-2.20.0`).
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), share("env:tf-2.20.0")]
+# In the landing that builds TF 2.20.0's runtime.
+pytestmark = [pytest.mark.slow(env="tf-2.20.0"), pytest.mark.timeout(1800)]
 IMAGE = "tensorflow-2.20.0"
 
 

@@ -27,12 +27,10 @@ import sys
 import pytest
 
 from tests.export.runtimes import RUNTIMES, image_environment, installed_versions
-from tests.support.rotation import share
 
 # The build fetches ~90 MB of wheels; ~1.5 min on 2 cores. The image is TF 2.20.0's runtime
-# environment: these run in the landings that build it (the share `env:tf-2.20.0`,
-# tests/support/rotation.py, with the runtime matrix's 2.20.0 runs).
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), share("env:tf-2.20.0")]
+# environment: these run in the landing that builds it, with the runtime matrix's 2.20.0 runs.
+pytestmark = [pytest.mark.slow(env="tf-2.20.0"), pytest.mark.timeout(1800)]
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "scripts", "kaggle_wheelhouse.py")

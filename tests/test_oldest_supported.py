@@ -31,7 +31,6 @@ import pytest
 from tests.export.runtimes import cache_dir, environment_python
 from tests.support.built_distributions import built_distributions
 from tests.support.installed_commands import run_commands
-from tests.support.rotation import share
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OLDEST = os.path.join(REPO, "constraints-oldest.txt")
@@ -73,11 +72,9 @@ def _oldest_python() -> str:
         expect_tensorflow=pins["tensorflow"], installer="pip")
 
 
-@pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
+# ~220 s in CI's durations log docs/runs/ci-durations-2026-11-26-b8ae702.md.
+@pytest.mark.slow(env="oldest")
 @pytest.mark.timeout(2400)  # builds a virtual environment, then runs an inner suite
-# ~220 s in CI's durations log docs/runs/ci-durations-2026-11-26-b8ae702.md: once in six landings, in the cycle of the
-# older environments (tests/support/rotation.py), so that a CI run builds at most one of them.
-@share("env:oldest")
 def test_oldest_supported_versions_run_the_smoke_subset(tmp_path):
     python = _oldest_python()
     pins = _pins(OLDEST)

@@ -32,8 +32,9 @@ import urllib.request
 import pytest
 
 from tests.support.docs_pages import documentation
+from tests.support.hub_servers import HubServer, folder_files, hf_env
 from tests.support.readme_coverage import check_covered, covering_tests
-from tests.support.rotation import share
+from tests.support.reference import minilm_dir
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = ".venv/bin/keras-bert"
@@ -242,10 +243,9 @@ CHECKS = {"convert_pretrain": _check_convert_pretrain,
           "tag_multilabel": _check_tag_multilabel, "squad_serve": _check_squad_serve}
 
 
-# The README's commands in four parts, each with what it needs of the others (the MiniLM
-# conversion), so that CI can run one part per landing (a share each in
-# tests/support/rotation.py, once in twelve landings). `readme_part` names a
-# command's part by the files it reads or writes.
+# The documentation's commands in four parts, each with what it needs of the others (the
+# MiniLM conversion), so that CI can spread them over its landings (tests/support/schedule.py).
+# `readme_part` names a command's part by the files it reads or writes.
 README_PARTS = ("convert_pretrain", "classify_serve", "tag_multilabel", "squad_serve")
 _SHARED = (r"^MINILM=", r'^\.venv/bin/keras-bert convert "\$MINILM" models/minilm$')
 _PART_PATTERNS = {
@@ -269,8 +269,7 @@ def readme_part(command: str) -> str | None:
 
 @pytest.mark.slow  # 12-15 processes that each start TensorFlow, per part
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("part", [
-    pytest.param(part, marks=share(f"readme:{part}")) for part in README_PARTS])
+@pytest.mark.parametrize("part", README_PARTS)
 def test_readme_commands_run_as_printed(tmp_path, part):
     commands = [strip_comment(c) for c in bash_commands(documentation())]
     assert len(commands) > 20
@@ -353,6 +352,21 @@ def test_every_readme_command_has_one_part():
     assert any("serve models/bert" in c for c in parts["classify_serve"])
     assert any("serve models/qa" in c for c in parts["squad_serve"])
     assert any(c.startswith(f"{BIN} pretrain ") for c in parts["convert_pretrain"])
+
+
+def test_readme_first_screen_has_the_commands_and_the_example():
+    """README.md is read in one screen: under 150 lines, and within its first 60 the two
+    commands, exactly, and the Python example by hub id (which
+    `test_readme_python_blocks_run_as_printed` runs)."""
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    assert len(lines) < 150, len(lines)
+    first = "\n".join(lines[:60])
+    assert [strip_comment(c) for c in bash_commands(first)] == [
+        "bash scripts/quickstart.sh", "bash scripts/test.sh"]
+    examples = python_blocks(first + "\n")
+    assert len(examples) == 1, "README.md's first 60 lines hold no Python example"
+    assert "from_pretrained(\"hf://" in examples[0] and len(examples[0].splitlines()) <= 7
 
 
 def test_bash_commands_parser():
@@ -457,30 +471,35 @@ def _litert_export(base_dir) -> None:
     clf.export(str(base_dir), format="litert", tokenizer="fast-bert")
 
 
+# The hub id of README.md's example, served from the installed copy of its weights.
+HUB_REPO = "sentence-transformers/all-MiniLM-L6-v2"
+
+
 @pytest.mark.slow  # fits the real MiniLM: ~120 s in a fresh-clone CI run of 2026-11-26
-# With the README's classify-and-serve commands (the share `readme:python_block`):
-# every run fits, predicts, saves and exports the same class on a tiny model
+# The README's tier fits, predicts, saves and exports the same class on a tiny model
 # (tests/tasks/text_classification/test_text_classifier.py).
-@share("readme:python_block")
 @pytest.mark.needs_jax  # the Backends page's block trains on Keras' JAX backend
 def test_readme_python_blocks_run_as_printed(tmp_path):
-    """The Python blocks (README.md's example, which the Python API page includes, and that
-    page's encoder block) run as printed (real MiniLM weights) and print the shapes and layer
-    count their comments promise."""
+    """The Python blocks (README.md's example and the pages' blocks) run as printed, each
+    alone as a user pasting it would run it, with real MiniLM weights, offline: the README's
+    `hf://` id is answered by a local Hugging Face endpoint serving the installed copy of
+    those weights (`tests/support/hub_servers.py`). Each prints what its comments promise."""
     blocks = python_blocks(documentation())
-    assert blocks, "the documentation has no ```python block"
-    env = {**os.environ, "PYTHONPATH": REPO}
-    for number, block in enumerate(blocks):
-        work = tmp_path / f"block{number}"  # each as a user pasting it alone would run it
-        work.mkdir()
-        script = work / "block.py"
-        script.write_text(block, encoding="utf-8")
-        if "BASE_DIR" in block:  # the LiteRT page's blocks read an export from BASE_DIR/1
-            _litert_export(work / "BASE_DIR")
-        result = subprocess.run([os.path.join(REPO, ".venv", "bin", "python"), str(script)],
-                                cwd=work, env=env, capture_output=True, text=True,
-                                timeout=600)
-        assert result.returncode == 0, result.stderr[-3000:]
-        for promised in re.findall(r"print\(.*\)\s+#\s*(.+)$", block, flags=re.M):
-            shown = promised.split(":")[0].strip()
-            assert shown in result.stdout, (promised, result.stdout)
+    assert any(f"hf://{HUB_REPO}" in block for block in blocks)
+    with HubServer(HUB_REPO, folder_files(minilm_dir())) as hub:
+        env = {**hf_env(str(tmp_path / "hf"), hub.url), "PYTHONPATH": REPO}
+        for number, block in enumerate(blocks):
+            work = tmp_path / f"block{number}"
+            work.mkdir()
+            script = work / "block.py"
+            script.write_text(block, encoding="utf-8")
+            if "BASE_DIR" in block:  # the LiteRT page's blocks read an export from BASE_DIR/1
+                _litert_export(work / "BASE_DIR")
+            result = subprocess.run([os.path.join(REPO, ".venv", "bin", "python"),
+                                     str(script)], cwd=work, env=env, capture_output=True,
+                                    text=True, timeout=600)
+            assert result.returncode == 0, result.stderr[-3000:]
+            for promised in re.findall(r"print\(.*\)\s+#\s*(.+)$", block, flags=re.M):
+                shown = promised.split(":")[0].strip()
+                assert shown in result.stdout, (promised, result.stdout)
+    assert "model.safetensors" in hub.downloads()  # the weights came by hub id

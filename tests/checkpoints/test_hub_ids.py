@@ -26,7 +26,6 @@ from keras_bert.checkpoints import hub_ids
 from keras_bert.checkpoints.hub_ids import HubIdError, files_to_fetch, local_checkpoint
 from tests.support.hub_servers import HubServer, KaggleServer, folder_files
 from tests.support.reference import minilm_dir, require
-from tests.support.rotation import share
 
 REPO = "sentence-transformers/all-MiniLM-L6-v2"
 HF_ID = f"hf://{REPO}"
@@ -316,7 +315,6 @@ _FINETUNE = textwrap.dedent("""
 
 
 @pytest.mark.slow
-@share("hubid:minilm")
 def test_minilm_by_hub_id_online_once_then_offline(repository, tmp_path):
     """The first `from_pretrained("hf://...")` downloads through huggingface_hub from the
     local endpoint (only the files the layout reads); the second, offline with the server

@@ -1,5 +1,5 @@
 """Model Garden's own BERT checkpoints and TF Hub SavedModels, converted and checked against
-Model Garden itself (slow: `tf-models-official` 2.20.0's environment, a rotating share).
+Model Garden itself (slow: it builds `tf-models-official` 2.20.0's environment).
 
 `run_model_garden.py` makes, in that environment, small random BERTs, one cased with the
 masked LM head and one uncased without: their TF2 checkpoints (`tf.train.Checkpoint`), the
@@ -29,9 +29,8 @@ from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.text.vocab_builder import build_vocab, save_vocab
 from tests.checkpoints.model_garden_env import SCRIPT, model_garden_python
 from tests.export.helpers import run_fresh
-from tests.support.rotation import share
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400), share("env:tf-models-2.20.0")]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400), pytest.mark.slow(env="tf-models-2.20.0")]
 
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
                       "keras_bert", "data", "corpus", "moby_dick.txt")

@@ -13,8 +13,6 @@ import sys
 import numpy as np
 import pytest
 
-from tests.support.rotation import share
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples")
 FLOAT = r"([0-9]+\.[0-9]+)"
@@ -40,13 +38,10 @@ def grab(pattern: str, text: str) -> tuple[str, ...]:
 # multi-label, SQuAD, sentiment and dating; Rotten Tomatoes + distillation through the
 # command line's job) and the 2-replica run: ~1,150 s together in CI's durations log
 # (a fresh-clone run of 2026-11-26), more than the documentation's commands (tests/test_readme.py), which fine-tune
-# MiniLM for the same task kinds. Each is a share of CI's rotation (tests/support/rotation.py: its
-# seconds and slot), once in twelve landings; the examples without a learning check (from
-# scratch, feature extraction, export and serve) once in six. Every run still
-# checks that tiny models learn classify, regress, multilabel, tag and squad
-# (tests/jobs/test_finetune*.py, tests/tasks/), and that 2-replica training
-# equals one device's step for step (tests/training/test_distribution.py). A local
-# `bash scripts/test.sh` runs them all.
+# MiniLM for the same task kinds: all `slow`. The README's tier checks that tiny models learn
+# classify, regress, multilabel, tag and squad (tests/jobs/test_finetune*.py, tests/tasks/),
+# and that 2-replica training equals one device's step for step
+# (tests/training/test_distribution.py).
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +78,6 @@ def assert_export_answers_as_predict(out) -> None:
 
 
 @pytest.mark.slow
-@share("example:pretrain_from_scratch")
 def test_pretrain_from_scratch(tmp_path):
     out = run_example("pretrain_from_scratch.py", "--out", str(tmp_path))
     accuracy, baseline, nsp = map(float, grab(
@@ -100,7 +94,6 @@ def test_pretrain_from_scratch(tmp_path):
 
 
 @pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
-@share("example:ner")
 def test_ner(tmp_path, minilm):
     out = run_example("ner.py", "--out", str(tmp_path), "--minilm", minilm)
     assert "training on 320, evaluating on 64" in out
@@ -139,7 +132,6 @@ def test_ner_tagging_rule():
 
 
 @pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
-@share("example:multilabel")
 def test_multilabel(tmp_path, minilm):
     out = run_example("multilabel.py", "--out", str(tmp_path), "--minilm", minilm)
     assert "training on 400, tuning thresholds on 150, testing on 150" in out
@@ -176,7 +168,6 @@ def test_multilabel_rule():
 
 
 @pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
-@share("example:squad")
 def test_squad(tmp_path, minilm):
     out = run_example("squad.py", "--out", str(tmp_path), "--minilm", minilm)
     assert "320 training questions, 32 held out" in out
@@ -206,7 +197,6 @@ def test_squad(tmp_path, minilm):
 
 
 @pytest.mark.slow
-@share("example:feature_extraction")
 def test_feature_extraction(minilm):
     out = run_example("feature_extraction.py", "--minilm", minilm)
     rows = {pooling: (int(dim), int(found), float(para), float(other))
@@ -221,7 +211,6 @@ def test_feature_extraction(minilm):
 
 
 @pytest.mark.slow
-@share("example:export_and_serve")
 def test_export_and_serve(tmp_path, minilm):
     # The real MiniLM (as the example's default), so the served embeddings mean something.
     out = run_example("export_and_serve.py", "--out", str(tmp_path), "--model", minilm)
@@ -239,7 +228,6 @@ def test_export_and_serve(tmp_path, minilm):
 
 
 @pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
-@share("example:distributed")
 def test_distributed(tmp_path):
     out = run_example("distributed.py", "--out", str(tmp_path))
     assert "strategy: MirroredStrategy with 2 replica(s)" in out
@@ -252,7 +240,6 @@ def test_distributed(tmp_path):
 
 
 @pytest.mark.slow
-@share("example:rotten_tomatoes_then_distill")
 def test_rotten_tomatoes_then_distill(tmp_path, minilm):
     # Slow (downloads the data wheel once, then two MiniLM passes); the same fine-tuning and
     # distillation paths are covered by tests/jobs/test_finetune.py and test_distill.py.
@@ -282,7 +269,6 @@ def test_rotten_tomatoes_then_distill(tmp_path, minilm):
 
 
 @pytest.mark.slow
-@share("example:text_classifier")
 def test_text_classifier(tmp_path):
     """The Python API on real MiniLM (read from its Hugging Face checkpoint by
     `from_pretrained`): it learns, and its export, loaded as TF Serving loads it, answers
@@ -305,7 +291,6 @@ PEARSON_BAR, ERROR_MARGIN = 0.5, 10.0
 
 
 @pytest.mark.slow
-@share("example:text_regressor")
 def test_text_regressor(tmp_path, minilm):
     """TextRegressor on real MiniLM: it dates State of the Union sentences better than the
     training median does, and its export answers what `predict` answered."""

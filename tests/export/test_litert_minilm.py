@@ -9,7 +9,6 @@ from keras_bert.export.litert_runtime import LiteRTModel
 from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.tasks import TextEmbedder
 from tests.export.test_litert import compare, held_out_texts
-from tests.support.rotation import share
 
 pytest.importorskip("ai_edge_litert")
 
@@ -25,7 +24,6 @@ def exports(minilm_model_dir, tmp_path_factory):
 
 
 @pytest.mark.slow
-@share("litert:minilm")
 def test_float32_answers_as_the_saved_model(exports):
     saved, lite = exports
     texts = held_out_texts()
@@ -37,7 +35,6 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.slow
-@share("litert:minilm")
 @pytest.mark.parametrize("quantize", ["float16", "int8"])
 def test_quantized_embeddings_stay_close(exports, quantize):
     saved, lite = exports

@@ -15,7 +15,6 @@ from keras_bert.export.op_audit import audit
 from keras_bert.export.runtime_check import check_in_runtime, missing_ops_in
 from keras_bert.export.session_bundle import SessionBundle, sample_inputs
 from tests.export.runtimes import runtime_python
-from tests.support.rotation import share
 
 
 class _KerasInModule(tf.Module):
@@ -83,8 +82,7 @@ def test_missing_ops_in_messages():
     assert missing_ops_in("nothing here") == []
 
 
-@pytest.mark.slow
-@share("env:tf-2.12.1")  # with the runtime matrix's 2.12.1 share
+@pytest.mark.slow(env="tf-2.12.1")  # with the runtime matrix's 2.12.1 runs
 def test_an_export_passes_in_tf_serving_2_13_to_2_19_runtime(tmp_path, capsys):
     from keras_bert.tasks.task_dir import export_model
     from tests.export.helpers import make_tiny_task_dir

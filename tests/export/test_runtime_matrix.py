@@ -39,7 +39,6 @@ from tests.export.helpers import (
 from tests.export.run_session_bundle import save_arrays
 from tests.export.runtimes import RUNTIMES, runtime_python
 from tests.support.reference import minilm_dir
-from tests.support.rotation import share
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]  # the first builds two venvs
 
@@ -187,17 +186,15 @@ def _run_runtime(python: str, exports, workdir) -> dict:
             "outputs": {key: read_outputs(path) for key, path in where.items()}}
 
 
-# This runtime every run; the older environments in CI's rotation (tests/support/rotation.py), each
-# with the other tests that need it: TF 2.12.1 once in three landings (with
-# tests/export/test_runtime_check.py), TF 2.20.0 once in six (with
-# tests/test_kaggle_wheelhouse.py), so that a CI run builds at most one environment.
-# Every run still audits every export's ops against both runtimes' op lists
-# (tests/export/test_op_audit.py).
-RUNTIME_SHARES = {"tensorflow-2.12.1": "env:tf-2.12.1", "tensorflow-2.20.0": "env:tf-2.20.0"}
+# The older runtimes are environments (`slow(env=...)`): CI runs each in one landing with the
+# other tests that build it (tests/export/test_runtime_check.py, tests/test_kaggle_wheelhouse.py;
+# tests/support/schedule.py). The README's tier audits every export's ops against both
+# runtimes' op lists (tests/export/test_op_audit.py).
+RUNTIME_ENVS = {"tensorflow-2.12.1": "tf-2.12.1", "tensorflow-2.20.0": "tf-2.20.0"}
 NAMES = {"this": [n for n in [*TASKS, "hub"] if n not in VARIANTS],
          **{runtime: [*TASKS, "hub"] for runtime in RUNTIMES}}
 CASES = [pytest.param(runtime, name, id=f"{runtime}-{name}", marks=(
-    [share(RUNTIME_SHARES[runtime])] if runtime in RUNTIME_SHARES else []))
+    [pytest.mark.slow(env=RUNTIME_ENVS[runtime])] if runtime in RUNTIME_ENVS else []))
     for runtime, names in NAMES.items() for name in names]
 
 
@@ -243,7 +240,8 @@ def test_export_answers_as_in_process(runtimes, exports, runtime_name, name):
 
 
 @pytest.mark.parametrize("name", [  # the variants when an older runtime builds them
-    pytest.param(n, marks=[share("env:tf-2.12.1")] if n in VARIANTS else []) for n in TASKS])
+    pytest.param(n, marks=[pytest.mark.slow(env="tf-2.12.1")] if n in VARIANTS else [])
+    for n in TASKS])
 def test_each_variable_is_stored_once(exports, name):
     path = exports[name][0][0]
     model_dir = os.path.join(os.path.dirname(os.path.dirname(path)),

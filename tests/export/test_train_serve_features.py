@@ -32,9 +32,6 @@ from tests.export.helpers import WORDS, make_tiny_model_dir
 from tests.text.test_tokenizer import HARD_CASES
 
 pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md)
-# CI: the fixtures' kinds alternate by landing, by position (classify-pair + multilabel, then
-# regress; tag + classify-windows, then squad): tests/support/rotation.py.
-_ALTERNATE = pytest.mark.rotating(every=2)
 
 SEQ = 24
 INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -104,7 +101,6 @@ def _request(texts, texts_b) -> dict:
     return request
 
 
-@_ALTERNATE
 def test_training_features_are_the_exports_preprocessing(finetuned):
     job, texts, texts_b, _, exports, _ = finetuned
     trained = _training_features(job)
@@ -123,7 +119,6 @@ def test_training_features_are_the_exports_preprocessing(finetuned):
     assert (trained["input_mask"].sum(axis=1) == SEQ).any()
 
 
-@_ALTERNATE
 def test_predict_answers_what_the_export_answers(finetuned, capsys):
     job, texts, texts_b, model_dir, exports, data = finetuned
     capsys.readouterr()
@@ -242,7 +237,6 @@ def finetuned_windows(request, tmp_path_factory):
     return job, inputs, data, model_dir, export
 
 
-@_ALTERNATE
 def test_windows_trained_on_are_the_exports(finetuned_windows):
     job, inputs, _, _, export = finetuned_windows
     batches = list(_eval_stream(job).as_numpy_iterator())
@@ -281,7 +275,6 @@ def _conll_tags(path):
     return [(s.words, s.tags) for s in read_conll(path)]
 
 
-@_ALTERNATE
 def test_predict_tags_and_answers_what_the_export_answers(finetuned_windows, capsys):
     job, inputs, data, model_dir, export = finetuned_windows
     capsys.readouterr()

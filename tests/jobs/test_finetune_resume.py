@@ -33,7 +33,6 @@ from tests.jobs.test_finetune import (
     _write_conll,
     _write_csv,
 )
-from tests.support.rotation import share
 
 pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md)
 
@@ -88,11 +87,6 @@ def _job(kind, model, train, out, extra, **overrides):
     return FinetuneJob(**{**fields, **overrides})
 
 
-# One sentence kind and one window kind per CI run, alternating (`rotating(every=2)` by
-# position, tests/support/rotation.py: classify + tag, then regress + squad); a classify run
-# killed twice for real (`test_sigkill_twice_then_resume_is_bit_identical`) once in six
-# landings (tests/support/rotation.py).
-@pytest.mark.rotating(every=2)
 @pytest.mark.parametrize("kind", ["classify", "regress", "tag", "squad"])
 def test_killed_mid_epoch_resumes_bit_identical(kind, model_dir, tmp_path, rng):
     train, _, extra = _files(kind, tmp_path, rng)
@@ -220,7 +214,6 @@ def _encoder_arrays(model) -> dict[str, np.ndarray]:
     return arrays
 
 
-@share("kill:finetune-twice")
 def test_sigkill_twice_then_resume_is_bit_identical(model_dir, tmp_path, rng):
     rows = [(" ".join(w), y) for w, y in _sentences(rng, 40)]
     train = _write_csv(tmp_path / "train.csv", ["text", "label"], rows)

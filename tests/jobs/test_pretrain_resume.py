@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from tests.jobs.test_finetune_resume import _sigkill_after_checkpoint
-from tests.support.rotation import share
 
 pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md)
 
@@ -42,13 +41,10 @@ def _weights(out) -> list[np.ndarray]:
     return arrays
 
 
-# Real SIGKILLs of real processes, 70-77 s each in a fresh-clone CI run of 2026-11-26: each
-# source once in six landings (tests/support/rotation.py). Every run kills a fit for real
-# (tests/training/test_resume.py) and resumes pretraining killed in process
-# (tests/pretraining/test_phases.py, tests/pretraining/test_text_pretrainer.py).
-@pytest.mark.parametrize("source", [pytest.param("corpus", marks=share("kill:pretrain-corpus")),
-                                    pytest.param("tfrecords",
-                                                 marks=share("kill:pretrain-tfrecords"))])
+# Real SIGKILLs of real processes, 70-77 s each in a fresh-clone CI run of 2026-11-26. The
+# README's tier kills a fit for real (tests/training/test_resume.py) and resumes pretraining
+# killed in process (tests/pretraining/test_text_pretrainer.py).
+@pytest.mark.parametrize("source", ["corpus", "tfrecords"])
 def test_sigkill_mid_epoch_then_resume_is_bit_identical(source, corpus, tmp_path):
     if source == "tfrecords":
         made = _command("create-pretraining-data", "--vocab",

@@ -191,3 +191,16 @@ def folder_files(folder: str) -> dict[str, str]:
     return {os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/"):
             os.path.join(root, name)
             for root, _, names in os.walk(folder) for name in names}
+
+
+def hf_env(home: str, endpoint: str, offline: bool = False) -> dict[str, str]:
+    """The environment of a process whose `huggingface_hub` downloads from `endpoint` (a
+    `HubServer`'s url) into a cache under `home`, or reads that cache alone (`offline`),
+    reaching 127.0.0.1 directly even where a proxy is set for the package registries."""
+    env = dict(os.environ, HF_ENDPOINT=endpoint, HF_HOME=home, HF_HUB_OFFLINE=str(int(offline)),
+               HF_HUB_DISABLE_PROGRESS_BARS="1", HF_HUB_DISABLE_TELEMETRY="1")
+    for name in ("HF_HUB_CACHE", "HF_TOKEN"):
+        env.pop(name, None)
+    env["NO_PROXY"] = env["no_proxy"] = ",".join(
+        filter(None, ["127.0.0.1,localhost", os.environ.get("NO_PROXY", "")]))
+    return env

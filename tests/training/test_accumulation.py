@@ -65,11 +65,9 @@ def _global_norm(model, batch) -> float:
     return float(tf.linalg.global_norm([tf.convert_to_tensor(g) for g in grads]))
 
 
-# One optimizer per CI run, alternating (`rotating(every=2)`, tests/support/rotation.py); LAMB's
-# accumulation also runs through both pretraining phases every run
+# LAMB's accumulation also runs through both pretraining phases
 # (tests/pretraining/test_phases.py).
 @pytest.mark.slow
-@pytest.mark.rotating(every=2)
 @pytest.mark.parametrize("optimizer", ["adamw", "lamb"])
 def test_k_micro_batches_equal_one_batch_of_k_times_b(tiny_config_no_dropout, optimizer):
     items = batches(tiny_config_no_dropout, count=2)

@@ -50,13 +50,9 @@ def test_tfrecord_stream_is_static(tmp_path, capsys):
     _assert_static(train, 16, 64, 10)
 
 
-# AdamW (the default) every CI run; Keras' own AdamW (the negative control: sparse gradients
-# reach the all-reduce) and LAMB alternate (`rotating(every=2)`, tests/support/rotation.py): one
-# TensorFlow process of ~12-30 s each fewer per run.
-@pytest.mark.slow
-@pytest.mark.parametrize("optimizer", [
-    pytest.param("keras", marks=pytest.mark.rotating(every=2, slot=0)), "adamw",
-    pytest.param("lamb", marks=pytest.mark.rotating(every=2, slot=1))])
+# Keras' own AdamW is the negative control: its sparse gradients reach the all-reduce.
+@pytest.mark.slow  # one TensorFlow process of ~12-30 s each
+@pytest.mark.parametrize("optimizer", ["keras", "adamw", "lamb"])
 def test_embedding_gradients_reach_the_all_reduce_dense(optimizer):
     """Under MirroredStrategy (2 logical CPUs), Keras' AdamW hands its cross-replica
     all-reduce sparse embedding gradients (an all-gather, which XLA cannot compile on GPUs:

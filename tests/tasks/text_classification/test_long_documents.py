@@ -24,7 +24,6 @@ from keras_bert.config import LongTextReading
 from keras_bert.data.corpus import default_corpus_files
 from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.tasks import serving as serving_module
-from tests.support.rotation import share
 
 ISHMAEL = ("call me ishmael some years ago never mind how long precisely having little or "
            "no money in my purse and nothing particular to interest me on shore").split()
@@ -66,7 +65,6 @@ def _reading(model, reading: LongTextReading):
 
 
 @pytest.mark.slow
-@share("longdoc:minilm")
 def test_windows_find_the_deciding_sentence_that_truncation_never_reads(minilm_model_dir):
     """Real all-MiniLM-L6-v2, 2 epochs on 60 documents, 40 held out. Read in windows, the
     sentence is found: with the windows' logits' maximum, accuracy >= 0.9 (2026-11-27: 1.0
