@@ -54,7 +54,7 @@ def convert(src: str, dest: str, lower_case: bool | None = None,
     keras_bert model directory. Its tokenizer rules are `rules`, else those of the source
     (`checkpoint_rules`). A Hugging Face `BertFor*` model keeps its head (a task model
     directory, or pretraining heads; `pair`: its sequence classifier reads text pairs)
-    unless `encoder_only`: see `keras_bert.checkpoints.hf_task_heads`. A Google release
+    unless `encoder_only`: see `keras_bert.checkpoints.hf_architectures`. A Google release
     keeps its `cls/` pretraining heads the same way."""
     src = local_checkpoint(src)
     fmt = detect_format(src)

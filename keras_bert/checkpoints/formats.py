@@ -84,7 +84,7 @@ class CheckpointFormat:
         return None
 
     def load_pretrainer(self, path: str, dtype=None, **kwargs):
-        """A `BertPretrainer` of the encoder in `path`, with fresh pretraining heads."""
+        """A `BertPretrainer` of the encoder in `path`, with fresh pretraining pretraining_heads."""
         from keras_bert.models.pretrainer import BertPretrainer
 
         return BertPretrainer(self.read_encoder(path, dtype=dtype), **kwargs)
@@ -118,9 +118,9 @@ class KerasBertFormat(CheckpointFormat):
     def load_pretrainer(self, path, dtype=None, **kwargs):
         """The encoder with the pretraining heads `convert` or `pretrain` saved beside it
         (`pretraining_heads.weights.h5`), else fresh ones."""
-        from keras_bert.checkpoints import heads
+        from keras_bert.checkpoints import pretraining_heads
 
-        return heads.load_model_dir_pretrainer(path, dtype=dtype, **kwargs)
+        return pretraining_heads.load_model_dir_pretrainer(path, dtype=dtype, **kwargs)
 
 
 class _ModelGardenVariables(CheckpointFormat):
@@ -147,24 +147,24 @@ class _ModelGardenVariables(CheckpointFormat):
         named = self.named(src)
         if encoder_only or model_garden.MLM_MARKER not in named:
             return None
-        from keras_bert.checkpoints import heads
+        from keras_bert.checkpoints import pretraining_heads
 
-        return heads.convert_model_garden_with_heads(
+        return pretraining_heads.convert_model_garden_with_heads(
             named, src, self.name, self.activation(src), dest, vocab_file, lower_case, rules)
 
     def load_pretrainer(self, path, dtype=None, **kwargs):
         """The encoder with the masked LM head the variables hold (the next sentence head
-        fresh, with a warning), else fresh heads."""
-        from keras_bert.checkpoints import heads
+        fresh, with a warning), else fresh pretraining_heads."""
+        from keras_bert.checkpoints import pretraining_heads
         from keras_bert.models.pretrainer import BertPretrainer
 
         named, activation = self.named(path), self.activation(path)
         if model_garden.MLM_MARKER not in named:
             return BertPretrainer(model_garden.load_named_encoder(named, path, activation,
                                                                   dtype=dtype), **kwargs)
-        pretrainer, report = heads.model_garden_pretrainer(named, path, activation, dtype,
+        pretrainer, report = pretraining_heads.model_garden_pretrainer(named, path, activation, dtype,
                                                            **kwargs)
-        heads.warn_initialised(report, path)
+        pretraining_heads.warn_initialised(report, path)
         return pretrainer
 
 
@@ -228,17 +228,17 @@ class GoogleFormat(CheckpointFormat):
 
     def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
                            encoder_only=False, pair=False):
-        """A release holding the masked LM head keeps its `cls/` pretraining heads."""
-        from keras_bert.checkpoints import heads
+        """A release holding the masked LM head keeps its `cls/` pretraining pretraining_heads."""
+        from keras_bert.checkpoints import pretraining_heads
 
-        if encoder_only or not heads.google_has_heads(src):
+        if encoder_only or not pretraining_heads.google_has_heads(src):
             return None
-        return heads.convert_google_with_heads(src, dest, vocab_file, lower_case, rules)
+        return pretraining_heads.convert_google_with_heads(src, dest, vocab_file, lower_case, rules)
 
     def load_pretrainer(self, path, dtype=None, **kwargs):
-        from keras_bert.checkpoints import heads
+        from keras_bert.checkpoints import pretraining_heads
 
-        return heads.load_google_pretrainer(path, dtype=dtype, **kwargs)
+        return pretraining_heads.load_google_pretrainer(path, dtype=dtype, **kwargs)
 
 
 class KerasHubFormat(CheckpointFormat):
@@ -282,27 +282,27 @@ class HuggingFaceFormat(CheckpointFormat):
 
     def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
                            encoder_only=False, pair=False):
-        """A masked LM / pretraining model keeps its heads (`hf_task_heads.convert_hf`; task
-        heads: `keras_bert.tasks.head_checkpoints`); encoder-only, the architecture is still
+        """A masked LM / pretraining model keeps its heads (`hf_architectures.convert_hf`; task
+        heads: `keras_bert.tasks.task_conversion`); encoder-only, the architecture is still
         recorded."""
-        from keras_bert.checkpoints.hf_task_heads import convert_hf
+        from keras_bert.checkpoints.hf_architectures import convert_hf
 
         return convert_hf(src, dest, vocab_file, lower_case, rules, encoder_only=encoder_only,
                           pair=pair)
 
     def write_with_heads(self, src, source, dest, lower_case):
         """A keras_bert model directory with pretraining heads becomes `BertForPreTraining`
-        (or `BertForMaskedLM`); task models go through `keras_bert.tasks.head_checkpoints`."""
+        (or `BertForMaskedLM`); task models go through `keras_bert.tasks.task_conversion`."""
         if not isinstance(source, KerasBertFormat):
             return None
-        from keras_bert.checkpoints.hf_task_heads import save_hf_pretraining_dir
+        from keras_bert.checkpoints.hf_architectures import save_hf_pretraining_dir
 
         return save_hf_pretraining_dir(src, dest, lower_case)
 
     def load_pretrainer(self, path, dtype=None, **kwargs):
-        from keras_bert.checkpoints import heads
+        from keras_bert.checkpoints import pretraining_heads
 
-        return heads.load_hf_pretrainer(path, dtype=dtype, **kwargs)
+        return pretraining_heads.load_hf_pretrainer(path, dtype=dtype, **kwargs)
 
 
 # Detection order: Model Garden's releases hold a bert_config.json too, so its layout goes
@@ -341,7 +341,7 @@ def load_pretrainer(path: str, dtype=None, **kwargs):
     their pretraining heads (absent heads keep their initial values, with a warning); so does
     a keras_bert model directory with `pretraining_heads.weights.h5` (written by `convert`
     from such a directory, and by `pretrain`); one without, or a keras-hub preset, gets
-    fresh heads. `kwargs` go to `BertPretrainer` (e.g. `nsp_loss_weight`). `path` may be a
+    fresh pretraining_heads. `kwargs` go to `BertPretrainer` (e.g. `nsp_loss_weight`). `path` may be a
     hub id (`hub_ids.local_checkpoint`)."""
     from keras_bert.checkpoints.hub_ids import local_checkpoint
 

@@ -59,7 +59,7 @@ ENCODER_TABLE = [
 ]
 
 # Names that are not the encoder's: the masked LM head (`BertPretrainerV2`'s `cls/predictions`,
-# a SavedModel's `mlm` subobject: `heads.MODEL_GARDEN_HEAD_TABLE` reads it), a classifier's
+# a SavedModel's `mlm` subobject: `pretraining_heads.MODEL_GARDEN_HEAD_TABLE` reads it), a classifier's
 # head (`CLASSIFIER_HEAD_TABLE`), the save counter and the SavedModel's
 # `do_lower_case` (an unnamed `Variable`).
 IGNORED = (r"(^|/)cls/", r"^sentence_prediction/", r"^save_counter$", r"^Variable(_\d+)?$")

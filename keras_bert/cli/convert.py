@@ -60,15 +60,15 @@ def register(subparsers) -> None:
 def run(args) -> int:
     """Converts and prints a one-line summary."""
     if args.to != "keras_bert":
-        from keras_bert.tasks.head_checkpoints import write_checkpoint
+        from keras_bert.tasks.task_conversion import write_checkpoint
 
         path = write_checkpoint(args.src, args.dest, args.to.replace("-", "_"),
                                 lower_case=args.lower_case, encoder_only=args.encoder_only)
         print(f"wrote {os.path.abspath(path)}: {args.to} checkpoint with its vocabulary"
               + _hf_architecture(path, args.to))
         return 0
-    from keras_bert.checkpoints.hf_task_heads import describe
-    from keras_bert.tasks.head_checkpoints import convert
+    from keras_bert.checkpoints.hf_architectures import describe
+    from keras_bert.tasks.task_conversion import convert
 
     model_dir = convert(args.src, args.dest, lower_case=args.lower_case, rules=args.rules,
                         encoder_only=args.encoder_only, pair=args.pair)
@@ -84,6 +84,6 @@ def run(args) -> int:
 def _hf_architecture(path: str, to: str) -> str:
     if to != "huggingface":
         return ""
-    from keras_bert.checkpoints.hf_task_heads import architecture, read_hf_config
+    from keras_bert.checkpoints.hf_architectures import architecture, read_hf_config
 
     return f", {architecture(read_hf_config(path))}"

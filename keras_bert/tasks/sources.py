@@ -18,7 +18,7 @@ def pretrained_model_dir(source: str) -> str:
     from keras_bert.checkpoints.formats import KerasBertFormat, detect_format
     from keras_bert.checkpoints.hub_ids import local_checkpoint
     from keras_bert.config import PRESETS
-    from keras_bert.tasks.head_checkpoints import convert
+    from keras_bert.tasks.task_conversion import convert
 
     source = os.fspath(source)
     if not os.path.exists(source) and source.startswith(RANDOM_PREFIX):

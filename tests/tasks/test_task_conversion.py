@@ -15,7 +15,7 @@ import pytest
 
 from keras_bert.checkpoints import load_model_dir
 from keras_bert.checkpoints.formats import load_pretrainer
-from keras_bert.checkpoints.heads import PRETRAINING_HEADS
+from keras_bert.checkpoints.pretraining_heads import PRETRAINING_HEADS
 from keras_bert.cli import main
 from keras_bert.tasks.task_dir import read_task_dir
 from keras_bert.tasks.task_model import TextTaskModel
@@ -296,7 +296,7 @@ def test_multi_label_head(hf, tmp_path, capsys):
 
 # ------------------------------------------------------------------------------ decisions
 def test_serving_length_and_label_rules(tmp_path):
-    from keras_bert.checkpoints.hf_task_heads import hf_label_names, serving_length
+    from keras_bert.checkpoints.hf_architectures import hf_label_names, serving_length
 
     config = {"max_position_embeddings": 512}
     assert serving_length(str(tmp_path), config) == 512

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 
-from keras_bert.checkpoints import conversion, hf_task_heads
+from keras_bert.checkpoints import conversion, hf_architectures
 from keras_bert.checkpoints.formats import (
     HuggingFaceFormat,
     KerasBertFormat,
@@ -56,8 +56,8 @@ def convert(src: str, dest: str, lower_case: bool | None = None, rules: str | No
         if converted is not None:
             return converted
     if isinstance(fmt, HuggingFaceFormat) and not encoder_only:
-        config = hf_task_heads.read_hf_config(src)
-        if hf_task_heads.architecture(config) in hf_task_heads.TASK_ARCHITECTURES:
+        config = hf_architectures.read_hf_config(src)
+        if hf_architectures.architecture(config) in hf_architectures.TASK_ARCHITECTURES:
             vocab_file, found = fmt.vocab(src)
             return convert_hf_task(src, dest, vocab_file,
                                    found if lower_case is None else lower_case,
@@ -73,38 +73,38 @@ def convert_hf_task(src: str, dest: str, vocab_file: str, lower_case: bool, rule
     from keras_bert.text.preprocessor import BertPreprocessor
     from keras_bert.text.tokenizer import BertTokenizer
 
-    config = hf_task_heads.read_hf_config(src)
-    arch = hf_task_heads.architecture(config)
-    length = hf_task_heads.serving_length(src, config)
-    names = hf_task_heads.hf_label_names(config)
+    config = hf_architectures.read_hf_config(src)
+    arch = hf_architectures.architecture(config)
+    length = hf_architectures.serving_length(src, config)
+    names = hf_architectures.hf_label_names(config)
     problem = None
-    if arch == hf_task_heads.SEQUENCE:
+    if arch == hf_architectures.SEQUENCE:
         problem = config.get("problem_type") or (
             "regression" if len(names) == 1 else "single_label_classification")
     kind = hf_kind(arch, problem)
     if kind is None:
         raise ValueError(f"{src}/config.json: unknown problem_type {problem!r}")
-    if pair and arch != hf_task_heads.SEQUENCE:
+    if pair and arch != hf_architectures.SEQUENCE:
         raise ValueError(f"pairs (--pair) are read by sequence classifiers; {src} is a {arch}")
     model_class = kind.model_class()
     labels = _labels(src, names) if model_class.labelled else None
-    if not model_class.labelled and arch == hf_task_heads.SEQUENCE and len(names) != 1:
+    if not model_class.labelled and arch == hf_architectures.SEQUENCE and len(names) != 1:
         raise ValueError(f"{src}: a regression head with {len(names)} outputs; keras_bert "
                          "regresses one score")
     dropout = config.get("classifier_dropout")
     dropout = float(config.get("hidden_dropout_prob", 0.1) if dropout is None else dropout)
-    settings = {hf_task_heads.SEQUENCE: dict(pair=bool(pair), pooling="pooled",
+    settings = {hf_architectures.SEQUENCE: dict(pair=bool(pair), pooling="pooled",
                                              dropout=dropout),
-                hf_task_heads.TOKEN: dict(doc_stride=default_doc_stride(length),
+                hf_architectures.TOKEN: dict(doc_stride=default_doc_stride(length),
                                           dropout=dropout),
-                hf_task_heads.QA: dict(max_query_length=QA_QUERY_LENGTH,
+                hf_architectures.QA: dict(max_query_length=QA_QUERY_LENGTH,
                                        doc_stride=QA_STRIDE)}[arch]
-    if arch == hf_task_heads.QA:
+    if arch == hf_architectures.QA:
         length = min(length, QA_SEQ_LENGTH)
     task_config = model_class.config_class(**settings)
     encoder = BertEncoder(BertConfig.from_hf_dict(config))
     network = model_class._build_network(encoder, task_config, labels)
-    metadata = hf_task_heads.load_hf_weights(src, encoder, task_head_variables(network))
+    metadata = hf_architectures.load_hf_weights(src, encoder, task_head_variables(network))
     preprocessor = BertPreprocessor(BertTokenizer(vocab_file, lower_case=lower_case,
                                                   rules=rules), seq_length=length)
     model = model_class(network, preprocessor, labels, task_config)
@@ -129,7 +129,7 @@ def convert_model_garden_classifier(src: str, dest: str, vocab_file: str, lower_
         return None
     encoder = model_garden.load_named_encoder(named, f"checkpoint {prefix}",
                                               model_garden.config_activation(src))
-    kind = hf_kind(hf_task_heads.SEQUENCE, "single_label_classification")
+    kind = hf_kind(hf_architectures.SEQUENCE, "single_label_classification")
     model_class = kind.model_class()
     labels = LabelVocab([f"LABEL_{i}" for i in range(head["head/bias"].shape[0])])
     task_config = model_class.config_class(pair=bool(pair), pooling="pooled")
@@ -175,7 +175,7 @@ def write_hf_task(model, dest: str, lower_case: bool | None, src: str) -> str | 
     names = model.labels.names if model.labels is not None else [
         f"LABEL_{i}" for i in range(width)]
     tokenizer = model.preprocessor.tokenizer
-    return hf_task_heads.write_hf_task_dir(
+    return hf_architectures.write_hf_task_dir(
         dest, model.network.encoder, kind.hf_architecture, head, names,
         os.path.join(src, "vocab.txt"),
         tokenizer.lower_case if lower_case is None else lower_case,

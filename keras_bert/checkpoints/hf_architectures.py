@@ -2,7 +2,7 @@
 
 This module reads and writes Hugging Face's `BertFor*` directories (config, mapping tables of
 the heads, the pretraining heads); the task heads become task models in
-`keras_bert.tasks.head_checkpoints`, which `keras-bert convert` and `from_pretrained` use, so that a
+`keras_bert.tasks.task_conversion`, which `keras-bert convert` and `from_pretrained` use, so that a
 task model is built by its own class. `config.json`'s `architectures[0]` picks what is
 kept:
 
@@ -41,7 +41,7 @@ import os
 
 import numpy as np
 
-from keras_bert.checkpoints import heads, huggingface
+from keras_bert.checkpoints import huggingface, pretraining_heads
 from keras_bert.checkpoints.mapping import Rule, assign_checked, from_format, to_format
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir, save_model_dir
 from keras_bert.checkpoints.variables import encoder_variables
@@ -61,8 +61,8 @@ SEQUENCE_TABLE = [Rule("head/kernel", "classifier.weight", transpose=True),
 TOKEN_TABLE = list(SEQUENCE_TABLE)  # same names: HF calls both heads `classifier`
 SPAN_TABLE = [Rule("head/kernel", "qa_outputs.weight", transpose=True),
               Rule("head/bias", "qa_outputs.bias")]
-MASKED_LM_TABLE = [r for r in heads.HF_HEAD_TABLE if r.ours.startswith("mlm/")]
-PRETRAINING_TABLE = list(heads.HF_HEAD_TABLE)
+MASKED_LM_TABLE = [r for r in pretraining_heads.HF_HEAD_TABLE if r.ours.startswith("mlm/")]
+PRETRAINING_TABLE = list(pretraining_heads.HF_HEAD_TABLE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +125,7 @@ def convert_hf(src: str, dest: str, vocab_file: str, lower_case: bool, rules: st
                encoder_only: bool = False, pair: bool = False) -> ModelDir:
     """Writes the HF model directory `src` as a keras_bert model directory `dest`: the
     encoder, with a masked LM / pretraining model's heads (`encoder_only`: the encoder
-    alone). A task head (`TASK_ARCHITECTURES`) is kept by `keras_bert.tasks.head_checkpoints`;
+    alone). A task head (`TASK_ARCHITECTURES`) is kept by `keras_bert.tasks.task_conversion`;
     here it is refused, as is a head keras_bert has no equivalent for."""
     config = read_hf_config(src)
     arch = architecture(config)
@@ -140,12 +140,12 @@ def convert_hf(src: str, dest: str, vocab_file: str, lower_case: bool, rules: st
     save = dict(vocab=vocab_file, lower_case=lower_case, rules=rules)
     if not encoder_only and arch in (MASKED_LM, PRETRAINING):
         pretrainer = BertPretrainer.from_bert_config(bert_config)
-        report = heads.load_hf_pretrainer_weights(pretrainer, src)
+        report = pretraining_heads.load_hf_pretrainer_weights(pretrainer, src)
         return save_model_dir(pretrainer.encoder, dest, metadata={
             "converted_from": os.path.abspath(src), "format": "huggingface",
             "architecture": arch, "initialised": report.initialised,
             "dropped": dropped_heads(report.ignored)}, **save, write_extra=lambda directory:
-            heads.save_pretraining_heads(pretrainer, directory, skip=report.initialised))
+            pretraining_heads.save_pretraining_heads(pretrainer, directory, skip=report.initialised))
     encoder = BertEncoder(bert_config)
     metadata = load_hf_weights(src, encoder, encoder_only=encoder_only)
     return save_model_dir(encoder, dest, metadata=metadata, **save)
@@ -191,10 +191,10 @@ def describe(model_dir: ModelDir) -> list[str]:
                      + (f", {len(labels)} labels: {shown}" if labels else "")
                      + f"; serving truncates at {task['seq_length']} tokens "
                        "(export --max-length / --seq-length override)")
-    elif os.path.exists(os.path.join(model_dir.path, heads.PRETRAINING_HEADS)):
+    elif os.path.exists(os.path.join(model_dir.path, pretraining_heads.PRETRAINING_HEADS)):
         has_nsp = not any(n.startswith("nsp/") for n in meta.get("initialised", []))
         lines.append(f"kept the {arch} heads: masked LM{' and next sentence' * has_nsp} "
-                     f"({heads.PRETRAINING_HEADS}; pretrain --init {model_dir.path} continues "
+                     f"({pretraining_heads.PRETRAINING_HEADS}; pretrain --init {model_dir.path} continues "
                      "with them)")
     if meta.get("dropped"):
         lines.append(f"dropped: {', '.join(meta['dropped'])}")
@@ -238,15 +238,15 @@ def save_hf_pretraining_dir(src: str, dest: str, lower_case: bool | None = None)
     `src` has none."""
     source = load_model_dir(src)
     lower_case = source.lower_case if lower_case is None else lower_case
-    if not os.path.exists(os.path.join(source.path, heads.PRETRAINING_HEADS)):
+    if not os.path.exists(os.path.join(source.path, pretraining_heads.PRETRAINING_HEADS)):
         return None
     pretrainer = BertPretrainer(source.load_encoder())
-    report = heads.load_pretraining_heads(pretrainer, source.path)
+    report = pretraining_heads.load_pretraining_heads(pretrainer, source.path)
     if not any(n.startswith("nsp/") for n in report.initialised):
-        return heads.save_hf_pretrainer(pretrainer, dest, source.vocab_file, lower_case)
+        return pretraining_heads.save_hf_pretrainer(pretrainer, dest, source.vocab_file, lower_case)
     config = pretrainer.config.to_hf_dict()
     config["architectures"] = [MASKED_LM]
-    state = {k: v for k, v in heads.pretrainer_to_hf_state(pretrainer).items()
+    state = {k: v for k, v in pretraining_heads.pretrainer_to_hf_state(pretrainer).items()
              if not k.startswith(("cls.seq_relationship.", "bert.pooler."))}
     return huggingface.write_hf_dir(dest, config, state, source.vocab_file, lower_case)
 
