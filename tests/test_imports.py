@@ -75,7 +75,7 @@ def test_module_names_say_what_they_are_once():
     kind; the pretraining folder has the same shape) and a command beside its job
     (`cli/finetune.py` parses what `jobs/finetune.py` runs)."""
     repeated_parts = {"config.py", "network.py", "model.py", "serving.py", "metrics.py",
-                      "readers.py"}
+                      "readers.py", "checkpoints.py"}
     names: dict[str, list[str]] = {}
     for root, _, files in os.walk(os.path.join(REPO, "keras_bert")):
         for name in files:

@@ -1,41 +1,31 @@
-"""Hugging Face BERT models with their heads: the Hugging Face side.
+"""Hugging Face's `BertFor*` classes: the Hugging Face side of their heads.
 
-This module reads and writes Hugging Face's `BertFor*` directories (config, mapping tables of
-the heads, the pretraining heads); the task heads become task models in
-`keras_bert.tasks.task_conversion`, which `keras-bert convert` and `from_pretrained` use, so that a
-task model is built by its own class. `config.json`'s `architectures[0]` picks what is
-kept:
+`HuggingFaceCheckpoint` is a Hugging Face directory opened in memory (`config.json` parsed
+once, the weights read once); `HEADS` holds each class's head table (canonical names ->
+Hugging Face keys) and whether its `bert` has a pooler. `config.json`'s `architectures[0]`
+says what a directory holds:
 
-| Hugging Face                            | keras_bert model directory                  |
-| --------------------------------------- | ------------------------------------------- |
-| `BertForSequenceClassification`         | `classify`, `regress` or `multilabel` task  |
-| `BertForTokenClassification`            | `tag` task                                  |
-| `BertForQuestionAnswering`              | `squad` task                                |
-| `BertForMaskedLM`, `BertForPreTraining` | encoder + `pretraining_heads.weights.h5`    |
-| `BertModel`, none                       | encoder                                     |
-| any other with head weights             | refused (`ValueError`) unless `encoder_only` |
+| Hugging Face                            | read as                                         |
+| --------------------------------------- | ----------------------------------------------- |
+| `BertForSequenceClassification`, `BertForTokenClassification`, `BertForQuestionAnswering` | the task model of a kind (`TASK_ARCHITECTURES`): each kind's folder reads its own (`keras_bert/tasks/<kind>/checkpoints.py`) |
+| `BertForMaskedLM`, `BertForPreTraining` | encoder + `pretraining_heads.weights.h5` (`convert_hf`) |
+| `BertModel`, none                       | encoder                                         |
+| any other with head weights             | refused (`ValueError`) unless `encoder_only`    |
 
-Sequence classification by `problem_type`: `regression` (or none, with one label) is
-`regress`, `multi_label_classification` `multilabel` (thresholds 0.5),
-`single_label_classification` (or none, with several labels) `classify`; HF's pooler +
-dropout + `classifier` is `BertClassifier(pooling="pooled")`. Labels: `id2label` in id order
-(HF's `LABEL_0`... kept when that is all there is). Weights HF's class lacks (the pooler of
-token classification, QA and masked LM models; a masked LM's next sentence head) keep their
-initial values and are listed in the manifest's `metadata.initialised`.
+Weights HF's class lacks (the pooler of token classification, QA and masked LM models; a
+masked LM's next sentence head) keep their initial values and are listed in the manifest's
+`metadata.initialised`. A task head's default serving length (`serving_length`) is the least
+of the tokenizer's `model_max_length`, `max_position_embeddings` and 512.
 
-Task block `seq_length` (the default serving truncation length; `export --seq-length` /
-`--max-length` override it): the longest input the model takes, i.e. the least of the
-tokenizer's `model_max_length`, `max_position_embeddings` and 512. Question answering: at
-most 384 with `doc_stride` 128 and `max_query_length` 64, and always an answer (`version_2`
-false): the defaults of transformers' question-answering pipeline.
-
-The reverse (`save_hf_task_dir`, `convert TASK_DIR OUT --to huggingface`) writes the
-matching `BertFor*` weights and `id2label`, so that `from_pretrained` loads the head.
+The reverse (`write_hf_task_dir`, `convert TASK_DIR OUT --to huggingface`) writes the
+matching `BertFor*` weights and `id2label`, so that `from_pretrained` loads the head;
+`save_hf_pretraining_dir` writes the pretraining heads.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 
@@ -44,6 +34,7 @@ import numpy as np
 from keras_bert.checkpoints import huggingface, pretraining_heads
 from keras_bert.checkpoints.mapping import Rule, assign_checked, from_format, to_format
 from keras_bert.checkpoints.model_dir import ModelDir, load_model_dir, save_model_dir
+from keras_bert.checkpoints.opened import Checkpoint
 from keras_bert.checkpoints.variables import encoder_variables
 from keras_bert.config import BertConfig
 from keras_bert.models.encoder import BertEncoder
@@ -79,7 +70,7 @@ HEADS = {SEQUENCE: HFHead(SEQUENCE_TABLE, pooler=True),
          MASKED_LM: HFHead(MASKED_LM_TABLE, pooler=False),
          PRETRAINING: HFHead(PRETRAINING_TABLE, pooler=True)}
 TASK_ARCHITECTURES = (SEQUENCE, TOKEN, QA)  # kept as task models by keras_bert.tasks
-MAX_SEQ_LENGTH, QA_SEQ_LENGTH, QA_STRIDE, QA_QUERY_LENGTH = 512, 384, 128, 64
+MAX_SEQ_LENGTH = 512
 HEAD_PREFIXES = ("cls.", "classifier.", "qa_outputs.")
 
 
@@ -121,87 +112,101 @@ def dropped_heads(ignored: list[str]) -> list[str]:
     return sorted({k.rsplit(".", 1)[0] for k in ignored if k.startswith(HEAD_PREFIXES)})
 
 
-def convert_hf(src: str, dest: str, vocab_file: str, lower_case: bool, rules: str,
-               encoder_only: bool = False, pair: bool = False) -> ModelDir:
-    """Writes the HF model directory `src` as a keras_bert model directory `dest`: the
-    encoder, with a masked LM / pretraining model's heads (`encoder_only`: the encoder
-    alone). A task head (`TASK_ARCHITECTURES`) is kept by `keras_bert.tasks.task_conversion`;
-    here it is refused, as is a head keras_bert has no equivalent for."""
-    config = read_hf_config(src)
-    arch = architecture(config)
-    if pair and (encoder_only or arch != SEQUENCE):
-        raise ValueError(f"pairs (--pair) are read by sequence classifiers; {src} is a "
-                         f"{arch}{' converted encoder-only' if encoder_only else ''}")
+def classifier_dropout(config: dict) -> float:
+    """The dropout before a `BertFor*` class's classifier: `classifier_dropout`, else
+    `hidden_dropout_prob` (0.1), as transformers builds it."""
+    dropout = config.get("classifier_dropout")
+    return float(config.get("hidden_dropout_prob", 0.1) if dropout is None else dropout)
+
+
+@dataclasses.dataclass
+class HuggingFaceCheckpoint(Checkpoint):
+    """A Hugging Face directory opened: `config` is its `config.json` (parsed once, when
+    opened); `state`, its weights by normalised key, is read once when first needed."""
+
+    config: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def architecture(self) -> str | None:
+        """`architectures[0]` of the config, or None."""
+        return architecture(self.config)
+
+    @functools.cached_property
+    def state(self) -> dict[str, np.ndarray]:
+        """The weights, by Hugging Face key (`huggingface.normalize_keys`)."""
+        return huggingface.normalize_keys(huggingface.read_weights(self.path))
+
+    def new_encoder(self, dtype=None) -> BertEncoder:
+        """A `BertEncoder` of the config, its weights not yet assigned (`assign`)."""
+        return BertEncoder(BertConfig.from_hf_dict(self.config), dtype=dtype)
+
+    def load_encoder(self, dtype=None) -> BertEncoder:
+        """The encoder with its weights (a head beside it is left out: see
+        `refuse_unkept_heads`)."""
+        encoder = self.new_encoder(dtype)
+        self.assign(encoder)
+        return encoder
+
+    def assign(self, encoder: BertEncoder, head: dict | None = None) -> dict:
+        """Assigns the weights to `encoder` and, given, to the head's variables (`head`:
+        canonical name -> variable, `head/kernel` and `head/bias`) through its
+        architecture's table, all checked before any is assigned. Returns the provenance a
+        model directory records (`dropped`: HF head modules left out; `initialised`: our
+        weights the checkpoint lacks)."""
+        arch = self.architecture
+        targets, table = encoder_variables(encoder), list(huggingface.ENCODER_TABLE)
+        if head is not None:
+            targets, table = {**targets, **head}, table + HEADS[arch].table
+        no_pooler = [] if HEADS.get(arch, HFHead([], True)).pooler else ["^pooler/"]
+        arrays, ignored, origin = from_format(table, self.state, huggingface.IGNORED)
+        initialised = assign_checked(targets, arrays, source=f"weights {self.path}",
+                                     optional=no_pooler, origin=origin)
+        return {**self.provenance, "architecture": arch, "dropped": dropped_heads(ignored),
+                "initialised": initialised}
+
+    def refuse_unkept_heads(self) -> None:
+        """A `ValueError` when the weights hold a head of a class keras_bert keeps none of
+        (`HEADS`: the task and pretraining classes)."""
+        if self.architecture in HEADS:
+            return
+        dropped = dropped_heads(list(self.state))
+        if dropped:
+            raise ValueError(
+                f"{self.path} is a {self.architecture or 'model without architectures'} whose "
+                f"head keras_bert cannot keep ({', '.join(dropped)}; heads kept: "
+                f"{', '.join(HEADS)}); pass --encoder-only (encoder_only=True) to convert the "
+                "encoder alone")
+
+    def serving_length(self) -> int:
+        """The longest input the model takes (`serving_length`)."""
+        return serving_length(self.path, self.config)
+
+
+def convert_hf(checkpoint: HuggingFaceCheckpoint, dest: str,
+               encoder_only: bool = False) -> ModelDir:
+    """Writes the opened HF `checkpoint` as a keras_bert model directory `dest`: the encoder,
+    with a masked LM / pretraining model's heads (`encoder_only`: the encoder alone). A task
+    head (`TASK_ARCHITECTURES`) is kept by `keras_bert.tasks.task_conversion` (`keras-bert
+    convert`); here it is refused, as is a head keras_bert has no equivalent for."""
+    src, arch = checkpoint.path, checkpoint.architecture
     if arch in TASK_ARCHITECTURES and not encoder_only:
-        raise ValueError(f"{src} is a {arch} with a fine-tuned head: keras_bert.tasks.convert "
-                         "(keras-bert convert) keeps it as a task model; encoder_only=True "
-                         "converts the encoder alone")
-    bert_config = BertConfig.from_hf_dict(config)
-    save = dict(vocab=vocab_file, lower_case=lower_case, rules=rules)
+        raise ValueError(f"{src} is a {arch} with a fine-tuned head: "
+                         "keras_bert.tasks.task_conversion.convert (keras-bert convert) keeps "
+                         "it as a task model; encoder_only=True converts the encoder alone")
+    save = dict(vocab=checkpoint.vocab_file, lower_case=checkpoint.lower_case,
+                rules=checkpoint.rules)
     if not encoder_only and arch in (MASKED_LM, PRETRAINING):
-        pretrainer = BertPretrainer.from_bert_config(bert_config)
+        pretrainer = BertPretrainer.from_bert_config(BertConfig.from_hf_dict(checkpoint.config))
         report = pretraining_heads.load_hf_pretrainer_weights(pretrainer, src)
         return save_model_dir(pretrainer.encoder, dest, metadata={
-            "converted_from": os.path.abspath(src), "format": "huggingface",
-            "architecture": arch, "initialised": report.initialised,
+            **checkpoint.provenance, "architecture": arch, "initialised": report.initialised,
             "dropped": dropped_heads(report.ignored)}, **save, write_extra=lambda directory:
-            pretraining_heads.save_pretraining_heads(pretrainer, directory, skip=report.initialised))
-    encoder = BertEncoder(bert_config)
-    metadata = load_hf_weights(src, encoder, encoder_only=encoder_only)
-    return save_model_dir(encoder, dest, metadata=metadata, **save)
-
-
-def load_hf_weights(src: str, encoder, head: dict | None = None,
-                    encoder_only: bool = False) -> dict:
-    """Assigns the HF weights of `src` to `encoder` and, given, to the head's variables
-    (`head`: canonical name -> variable, `task_head_variables`) through its architecture's
-    table. Returns the provenance a model directory records (`dropped`: HF head modules
-    left out; `initialised`: our weights the checkpoint lacks). Raises `ValueError` when a
-    head would be dropped without `encoder_only`."""
-    config = read_hf_config(src)
-    arch = architecture(config)
-    targets, table = encoder_variables(encoder), list(huggingface.ENCODER_TABLE)
-    if head is not None:
-        targets, table = {**targets, **head}, table + HEADS[arch].table
-    no_pooler = [] if HEADS.get(arch, HFHead([], True)).pooler else ["^pooler/"]
-    state = huggingface.normalize_keys(huggingface.read_weights(src))
-    arrays, ignored, origin = from_format(table, state, huggingface.IGNORED)
-    dropped = dropped_heads(ignored)
-    if head is None and dropped and not encoder_only:
-        raise ValueError(
-            f"{src} is a {arch or 'model without architectures'} whose head keras_bert cannot "
-            f"keep ({', '.join(dropped)}; heads kept: {', '.join(HEADS)}); pass "
-            "--encoder-only (encoder_only=True) to convert the encoder alone")
-    initialised = assign_checked(targets, arrays, source=f"weights {src}", optional=no_pooler,
-                                 origin=origin)
-    return {"converted_from": os.path.abspath(src), "format": "huggingface",
-            "architecture": arch, "dropped": dropped, "initialised": initialised}
-
-
-def describe(model_dir: ModelDir) -> list[str]:
-    """Lines saying which head a conversion kept, with its labels, and what it left out."""
-    meta, lines = model_dir.metadata, []
-    arch = meta.get("architecture") or "model"
-    task = meta.get("task")
-    if task:
-        labels = task.get("labels") or []
-        shown = ", ".join(labels[:10]) + (f" (+{len(labels) - 10} more)" if len(labels) > 10
-                                          else "")
-        lines.append(f"kept the {arch} head as a {task['kind']} model"
-                     + (f", {len(labels)} labels: {shown}" if labels else "")
-                     + f"; serving truncates at {task['seq_length']} tokens "
-                       "(export --max-length / --seq-length override)")
-    elif os.path.exists(os.path.join(model_dir.path, pretraining_heads.PRETRAINING_HEADS)):
-        has_nsp = not any(n.startswith("nsp/") for n in meta.get("initialised", []))
-        lines.append(f"kept the {arch} heads: masked LM{' and next sentence' * has_nsp} "
-                     f"({pretraining_heads.PRETRAINING_HEADS}; pretrain --init {model_dir.path} continues "
-                     "with them)")
-    if meta.get("dropped"):
-        lines.append(f"dropped: {', '.join(meta['dropped'])}")
-    groups = sorted({n.split("/")[0] for n in meta.get("initialised", [])})
-    if groups:
-        lines.append(f"not in the checkpoint, left at their initial values: {', '.join(groups)}")
-    return lines
+            pretraining_heads.save_pretraining_heads(pretrainer, directory,
+                                                     skip=report.initialised))
+    if not encoder_only:
+        checkpoint.refuse_unkept_heads()
+    encoder = checkpoint.new_encoder()
+    return save_model_dir(encoder, dest, metadata=checkpoint.assign(encoder), **save)
 
 
 # ----- keras_bert -> Hugging Face ----------------------------------------------------------
@@ -251,6 +256,6 @@ def save_hf_pretraining_dir(src: str, dest: str, lower_case: bool | None = None)
     return huggingface.write_hf_dir(dest, config, state, source.vocab_file, lower_case)
 
 
-__all__ = ["HEADS", "TASK_ARCHITECTURES", "architecture", "convert_hf", "describe",
-           "hf_label_names", "load_hf_weights", "read_hf_config", "save_hf_pretraining_dir",
-           "serving_length", "write_hf_task_dir"]
+__all__ = ["HEADS", "TASK_ARCHITECTURES", "HuggingFaceCheckpoint", "architecture",
+           "classifier_dropout", "convert_hf", "hf_label_names", "read_hf_config",
+           "save_hf_pretraining_dir", "serving_length", "write_hf_task_dir"]

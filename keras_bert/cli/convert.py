@@ -67,7 +67,6 @@ def run(args) -> int:
         print(f"wrote {os.path.abspath(path)}: {args.to} checkpoint with its vocabulary"
               + _hf_architecture(path, args.to))
         return 0
-    from keras_bert.checkpoints.hf_architectures import describe
     from keras_bert.tasks.task_conversion import convert
 
     model_dir = convert(args.src, args.dest, lower_case=args.lower_case, rules=args.rules,
@@ -79,6 +78,34 @@ def run(args) -> int:
     for line in describe(model_dir):
         print(line)
     return 0
+
+
+def describe(model_dir) -> list[str]:
+    """Lines saying which head a conversion kept, with its labels, and what it left out."""
+    from keras_bert.checkpoints.pretraining_heads import PRETRAINING_HEADS
+
+    meta, lines = model_dir.metadata, []
+    arch = meta.get("architecture") or "model"
+    task = meta.get("task")
+    if task:
+        labels = task.get("labels") or []
+        shown = ", ".join(labels[:10]) + (f" (+{len(labels) - 10} more)" if len(labels) > 10
+                                          else "")
+        lines.append(f"kept the {arch} head as a {task['kind']} model"
+                     + (f", {len(labels)} labels: {shown}" if labels else "")
+                     + f"; serving truncates at {task['seq_length']} tokens "
+                       "(export --max-length / --seq-length override)")
+    elif os.path.exists(os.path.join(model_dir.path, PRETRAINING_HEADS)):
+        has_nsp = not any(n.startswith("nsp/") for n in meta.get("initialised", []))
+        lines.append(f"kept the {arch} heads: masked LM{' and next sentence' * has_nsp} "
+                     f"({PRETRAINING_HEADS}; pretrain --init {model_dir.path} continues "
+                     "with them)")
+    if meta.get("dropped"):
+        lines.append(f"dropped: {', '.join(meta['dropped'])}")
+    groups = sorted({n.split("/")[0] for n in meta.get("initialised", [])})
+    if groups:
+        lines.append(f"not in the checkpoint, left at their initial values: {', '.join(groups)}")
+    return lines
 
 
 def _hf_architecture(path: str, to: str) -> str:
