@@ -4,8 +4,9 @@ A Hugging Face folder, the same folder by `hf://` id (served by the local test h
 `tests/support/hub_servers.py`), a Google checkpoint and `random-tiny` are each loaded five
 times in a fresh interpreter whose temporary directory is a new, empty folder: afterwards it
 holds nothing new (each load of a foreign checkpoint used to leave a converted copy there),
-each load built one `BertEncoder` (counted through its `__init__`; they were two), and the
-pooled outputs equal those of the explicit path this one replaced: the source converted into
+each load built one `BertEncoder` (counted through its `__init__`; they were two), resolved
+its source once (`hub_ids.local_checkpoint`) and read its config file once, and the pooled
+outputs equal those of the explicit path this one replaced: the source converted into
 a model directory (`keras_bert.checkpoints.convert`) and that directory loaded. The
 reference for `random-tiny` is the preset's encoder built after the same seed.
 """
@@ -42,21 +43,38 @@ LOADS, SEQ_LENGTH, SEED = 5, 16, 11
 # Loads each source of argv[2] (a JSON dict name -> source) LOADS times; writes the pooled
 # outputs (one array per load) to argv[1] and prints what it saw as JSON.
 _LOAD = textwrap.dedent("""
-    import json, os, sys, tempfile
+    import builtins, collections, json, os, sys, tempfile
     import keras, numpy as np
     from keras_bert import TextEmbedder
+    from keras_bert.checkpoints import hub_ids
     from keras_bert.models.encoder import BertEncoder
 
     out, sources, loads, seq_length, seed, texts = (sys.argv[1], json.loads(sys.argv[2]),
                                                     *map(int, sys.argv[3:6]), sys.argv[6:])
-    built = [0]
+    calls = collections.Counter()  # encoders built, sources resolved, config files read
+
+    def counting(name, function):
+        def counted(*args, **kwargs):
+            calls[name] += 1
+            return function(*args, **kwargs)
+        return counted
+
     init = BertEncoder.__init__
 
-    def counted(self, *args, **kwargs):
-        built[0] += 1
+    def counted_init(self, *args, **kwargs):  # Keras reads `self` from the signature
+        calls["built"] += 1
         init(self, *args, **kwargs)
 
-    BertEncoder.__init__ = counted
+    BertEncoder.__init__ = counted_init
+    hub_ids.local_checkpoint = counting("resolved", hub_ids.local_checkpoint)
+    real_open = builtins.open
+
+    def tracked_open(file, mode="r", *args, **kwargs):
+        if "r" in mode and os.path.basename(str(file)) in ("config.json", "bert_config.json"):
+            calls["configs"] += 1
+        return real_open(file, mode, *args, **kwargs)
+
+    builtins.open = tracked_open
     tmp = tempfile.gettempdir()
 
     def files():
@@ -67,10 +85,11 @@ _LOAD = textwrap.dedent("""
     for name, source in sources.items():
         for i in range(loads):
             keras.utils.set_random_seed(seed)
-            start = built[0]
+            start = dict(calls)
             model = TextEmbedder.from_pretrained(source, pooling="pooled", seq_length=seq_length,
                                                  precision="float32")
-            builds.setdefault(name, []).append(built[0] - start)
+            builds.setdefault(name, []).append(
+                [calls[k] - start.get(k, 0) for k in ("built", "resolved", "configs")])
             ids = model.preprocessor(np.array(texts, dtype=object))
             pooled[f"{name}-{i}"] = np.asarray(model.network.encoder(ids)["pooled_output"])
     np.savez(out, **pooled)
@@ -139,7 +158,11 @@ def test_loads_leave_the_temporary_directory_as_they_found_it(sources, tmp_path)
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert os.path.realpath(seen["tmp"]) == os.path.realpath(tmp)
     assert seen["after"] == seen["before"], seen["after"]  # 20 loads, nothing left behind
-    assert seen["builds"] == {name: [1] * LOADS for name in loaded}  # one encoder per load
+    # Each load builds one encoder, resolves its source once and reads its config once (a
+    # random model has neither); they were two encoders, four resolutions, three readings.
+    per_load = {name: [1, 0 if name == "random_tiny" else 1, 0 if name == "random_tiny" else 1]
+                for name in loaded}
+    assert seen["builds"] == {name: [want] * LOADS for name, want in per_load.items()}
     pooled = np.load(out)
     for name, expected in _references(sources, tmp_path).items():
         for i in range(LOADS):
