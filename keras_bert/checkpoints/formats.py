@@ -150,11 +150,9 @@ class _ModelGardenVariables(CheckpointFormat):
         raise NotImplementedError(self.name)
 
     def encoder_of(self, named: dict, path: str, dtype=None):
-        """The `BertEncoder` of the variables `named` read from `path`."""
+        """The `BertEncoder` of the variables `named` read from `path` (what `read_encoder`
+        reads, from variables read once: `opened.ModelGardenCheckpoint`)."""
         raise NotImplementedError(self.name)
-
-    def read_encoder(self, path, dtype=None):
-        return self.encoder_of(self.named(path), path, dtype=dtype)
 
     def rules(self, path):
         """Google's: the released BERTs these layouts hold were pretrained with them."""
@@ -183,8 +181,8 @@ class _ModelGardenVariables(CheckpointFormat):
         if model_garden.MLM_MARKER not in named:
             return BertPretrainer(model_garden.load_named_encoder(named, path, activation,
                                                                   dtype=dtype), **kwargs)
-        pretrainer, report = pretraining_heads.model_garden_pretrainer(named, path, activation, dtype,
-                                                           **kwargs)
+        pretrainer, report = pretraining_heads.model_garden_pretrainer(named, path, activation,
+                                                                       dtype, **kwargs)
         pretraining_heads.warn_initialised(report, path)
         return pretrainer
 
@@ -205,6 +203,9 @@ class TfHubFormat(_ModelGardenVariables):
 
     def activation(self, path):
         return tf_hub.read_activation(path)
+
+    def read_encoder(self, path, dtype=None):
+        return tf_hub.load_saved_model_dir(path, dtype=dtype)
 
     def encoder_of(self, named, path, dtype=None):
         return model_garden.load_named_encoder(named, f"SavedModel {path}",
@@ -228,6 +229,9 @@ class ModelGardenFormat(_ModelGardenVariables):
 
     def activation(self, path):
         return model_garden.config_activation(path)
+
+    def read_encoder(self, path, dtype=None):
+        return model_garden.load_checkpoint_dir(path, dtype=dtype)
 
     def encoder_of(self, named, path, dtype=None):
         return model_garden.load_named_encoder(

@@ -182,6 +182,10 @@ def test_token_classification_head(hf, tmp_path, capsys):
     src, reference = _hf_dir(tmp_path, hf, "BertForTokenClassification",
                              id2label=dict(enumerate(tags)))
     dest = str(tmp_path / "tag")
+    assert main(["convert", src, dest, "--pair"]) == 2  # a sequence classifier's option
+    (error,) = [line for line in capsys.readouterr().err.splitlines()
+                if line.startswith("keras-bert convert: error:")]
+    assert "pair" in error and "TokenClassifier" in error and not (tmp_path / "tag").exists()
     out = _convert(capsys, src, dest)
     assert "as a tag model, 5 labels: O, B-PER, I-PER, B-LOC, I-LOC" in out
     assert "left at their initial values: pooler" in out  # HF's token model has none
