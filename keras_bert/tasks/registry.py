@@ -1,11 +1,13 @@
-"""The task kinds: one table of their names, and the class of each.
+"""The task kinds: one table of their names, the class of each, and the hook of each for
+fine-tuned heads in other checkpoint layouts.
 
 A kind's `name` is what a model directory records (`keras_bert.json`: `metadata.task.kind`)
 and what `keras-bert finetune --task` takes; its class is the Keras model a Python user
 holds (`keras_bert.tasks.<folder>.model`). This module imports no TensorFlow, so the
-command line reads the names without loading it; the classes are imported when asked for.
-Adding a kind is a new folder under `keras_bert/tasks/` and one line in `KINDS`. Nothing
-else compares kind names: code that needs a kind's behaviour asks its class.
+command line reads the names without loading it; the classes and hooks are imported when
+asked for. Adding a kind is a new folder under `keras_bert/tasks/` and one line in `KINDS`
+(and its class in the package's exports: `docs/layout.md`). Nothing else compares kind
+names: code that needs a kind's behaviour asks its class.
 """
 
 from __future__ import annotations
