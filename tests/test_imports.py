@@ -75,7 +75,7 @@ def test_module_names_say_what_they_are_once():
     kind; the pretraining folder has the same shape) and a command beside its job
     (`cli/finetune.py` parses what `jobs/finetune.py` runs)."""
     repeated_parts = {"config.py", "network.py", "model.py", "serving.py", "metrics.py",
-                      "readers.py"}
+                      "readers.py", "checkpoints.py"}
     names: dict[str, list[str]] = {}
     for root, _, files in os.walk(os.path.join(REPO, "keras_bert")):
         for name in files:
@@ -178,10 +178,10 @@ def _module_imports() -> dict[str, set[str]]:
 
 def test_modules_import_each_other_without_cycles():
     """No module imports one that imports it back, directly or through others, not even
-    inside a function: checkpoints.heads importing detect_format from checkpoints.conversion
+    inside a function: checkpoints.pretraining_heads importing detect_format from checkpoints.conversion
     in a function made such a cycle (issue 30), which is why checkpoints.formats holds it."""
     edges = _module_imports()
-    assert len(edges) > 100 and "keras_bert.checkpoints.heads" in edges
+    assert len(edges) > 100 and "keras_bert.checkpoints.pretraining_heads" in edges
     assert_acyclic(edges)
 
 
@@ -202,6 +202,10 @@ def test_each_kind_lives_in_one_folder_with_the_same_parts():
         assert set(KIND_PARTS) <= files, (folder, sorted(files))
     for name, kind in KINDS.items():  # each class declares the name the registry gives it
         assert kind.model_class().kind == name
+        if kind.checkpoints is not None:  # its hook for other checkpoint layouts: its folder's
+            assert kind.checkpoints.split(".")[0] == kind.model.split(".")[0], name
+            hooks = kind.checkpoint_hooks()
+            assert callable(hooks.read_head) and callable(hooks.hf_head), name
 
 
 def test_kind_modules_are_imported_only_from_their_folder_and_the_job_layer():
@@ -218,6 +222,82 @@ def test_kind_modules_are_imported_only_from_their_folder_and_the_job_layer():
                 if not own and not module.startswith("keras_bert.jobs"):
                     outside.append(f"{module} -> {target}")
     assert outside == []
+
+
+# Where a kind's classes may be named outside its folder: the registry (its line), the job
+# layer and the command line (which run the kinds), and the package's exports (its class's
+# public name, resolved through the registry).
+KIND_NAMES_ALLOWED = ("keras_bert/tasks/registry.py", "keras_bert/jobs/", "keras_bert/cli/",
+                      "keras_bert/__init__.py", "keras_bert/tasks/__init__.py")
+
+
+def _kind_classes() -> dict[str, str]:
+    """`{class name: its kind folder}` of every class a kind's folder defines."""
+    import ast
+
+    classes = {}
+    for folder in KIND_FOLDERS:
+        path = os.path.join(REPO, "keras_bert", "tasks", folder)
+        for name in sorted(os.listdir(path)):
+            if name.endswith(".py"):
+                with open(os.path.join(path, name), encoding="utf-8") as f:
+                    tree = ast.parse(f.read())
+                classes.update({node.name: folder for node in ast.walk(tree)
+                                if isinstance(node, ast.ClassDef)})
+    return classes
+
+
+def _code_outside_kind_folders():
+    """`(path relative to the repository, AST)` of each module of `keras_bert` outside the
+    kinds' folders and `KIND_NAMES_ALLOWED`."""
+    import ast
+
+    for root, _, files in os.walk(os.path.join(REPO, "keras_bert")):
+        for name in sorted(files):
+            rel = os.path.relpath(os.path.join(root, name), REPO).replace(os.sep, "/")
+            if not name.endswith(".py") or rel.startswith(KIND_NAMES_ALLOWED) or any(
+                    rel.startswith(f"keras_bert/tasks/{folder}/") for folder in KIND_FOLDERS):
+                continue
+            with open(os.path.join(root, name), encoding="utf-8") as f:
+                yield rel, ast.parse(f.read())
+
+
+def kind_code_outside_its_folder() -> list[str]:
+    """Where code outside the kinds' folders names a kind's class (its model, network,
+    config, serving or reader classes) or a kind's module: `path:line name`. Prose
+    (docstrings, comments, messages) may name them; code may not."""
+    import ast
+
+    classes = _kind_classes()
+    modules = {f"keras_bert.tasks.{folder}" for folder in KIND_FOLDERS}
+    found = []
+    for rel, tree in _code_outside_kind_folders():
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Name):
+                names = [node.id]
+            elif isinstance(node, ast.Attribute):
+                names = [node.attr]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [alias.name for alias in node.names] + [
+                    m for m in modules if node.module == m or node.module.startswith(m + ".")]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names = [folder for folder in KIND_FOLDERS
+                         if node.value.startswith((f"{folder}.", f"keras_bert.tasks.{folder}"))]
+            found += [f"{rel}:{node.lineno} {n}" for n in names
+                      if n in classes or n in modules or n in KIND_FOLDERS]
+    return found
+
+
+def test_kind_code_sits_in_its_folder_the_registry_and_the_job_layer():
+    """A change to a kind touches its folder, its registry line, and (where it changes what
+    they offer) the job layer, the command line and the package's exports: nothing else
+    names a kind's classes or modules. The checkpoint layouts reach a kind's heads through
+    the hook its registry line names (`Kind.checkpoints`), the exports through the
+    registry."""
+    classes = _kind_classes()
+    assert {"TextClassifier", "BertTokenClassifier", "QuestionAnswererConfig"} <= set(classes)
+    assert kind_code_outside_its_folder() == []
 
 
 def test_kind_names_are_compared_nowhere_but_the_registry():

@@ -13,12 +13,15 @@ from keras_bert.checkpoints.formats import (
     checkpoint_format,
     detect_format,
     infer_lower_case,
+    open_checkpoint,
 )
 from keras_bert.checkpoints.hub_ids import local_checkpoint
 from keras_bert.checkpoints.model_dir import ModelDir, save_model_dir
+from keras_bert.checkpoints.opened import Checkpoint
 
 __all__ = ["checkpoint_rules", "checkpoint_vocab", "convert", "detect_format",
-           "infer_lower_case", "read_checkpoint", "with_approximate_gelu", "write_checkpoint"]
+           "infer_lower_case", "open_checkpoint", "read_checkpoint", "with_approximate_gelu",
+           "write_checkpoint", "write_model_dir"]
 
 
 def checkpoint_vocab(src: str) -> tuple[str, bool]:
@@ -49,29 +52,25 @@ def read_checkpoint(src: str, lower_case: bool | None = None):
 
 
 def convert(src: str, dest: str, lower_case: bool | None = None,
-            rules: str | None = None, encoder_only: bool = False,
-            pair: bool = False) -> ModelDir:
+            rules: str | None = None, encoder_only: bool = False) -> ModelDir:
     """Reads the checkpoint directory `src` (any supported format) and writes `dest` as a
     keras_bert model directory. Its tokenizer rules are `rules`, else those of the source
-    (`checkpoint_rules`). A Hugging Face `BertFor*` model keeps its head (a task model
-    directory, or pretraining heads; `pair`: its sequence classifier reads text pairs)
-    unless `encoder_only`: see `keras_bert.checkpoints.hf_task_heads`. A Google release
-    keeps its `cls/` pretraining heads the same way."""
-    src = local_checkpoint(src)
-    fmt = detect_format(src)
-    if pair and not fmt.task_heads:
-        raise ValueError(f"pairs (--pair) are read by sequence classifiers; {src} is "
-                         f"{fmt.description}")
-    vocab_file, found_lower_case = fmt.vocab(src)
-    lower_case = found_lower_case if lower_case is None else lower_case
-    rules = rules or fmt.rules(src)
-    converted = fmt.convert_with_heads(src, dest, vocab_file, lower_case, rules,
-                                       encoder_only=encoder_only, pair=pair)
+    (`checkpoint_rules`). A Hugging Face `BertForMaskedLM` / `BertForPreTraining` model or a
+    Google release keeps its pretraining heads unless `encoder_only`; a fine-tuned task head
+    is refused here (`keras_bert.tasks.task_conversion.convert`, which `keras-bert convert`
+    runs, keeps it as the task model of its kind)."""
+    return write_model_dir(open_checkpoint(src, lower_case, rules), dest, encoder_only)
+
+
+def write_model_dir(checkpoint: Checkpoint, dest: str, encoder_only: bool = False) -> ModelDir:
+    """Writes the opened `checkpoint` as the keras_bert model directory `dest`: its encoder,
+    with the pretraining heads its layout keeps unless `encoder_only`."""
+    converted = checkpoint.format.convert_with_heads(checkpoint, dest, encoder_only=encoder_only)
     if converted is not None:
         return converted
-    return save_model_dir(fmt.read_encoder(src), dest, vocab_file, lower_case,
-                          metadata={"converted_from": os.path.abspath(src), "format": fmt.name},
-                          rules=rules)
+    return save_model_dir(checkpoint.load_encoder(), dest, checkpoint.vocab_file,
+                          checkpoint.lower_case, metadata=checkpoint.provenance,
+                          rules=checkpoint.rules)
 
 
 def with_approximate_gelu(encoder):

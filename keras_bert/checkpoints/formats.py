@@ -1,10 +1,13 @@
 """Checkpoint layouts as objects, one per layout, in one list (`FORMATS`): a keras_bert model
 directory, a TF Hub / Kaggle BERT SavedModel, a Model Garden TF2 checkpoint, Google's TF1
 release, a keras-hub preset and a Hugging Face directory. Each says
-how to recognise a directory of its layout, read its vocabulary, tokenizer rules and
-encoder, write an encoder in it, and carry its heads (pretraining heads, Hugging Face task
-heads); `conversion.py` and `load_pretrainer` dispatch on them. `detect_format(path)` names
-the layout of a directory, `checkpoint_format(name)` looks one up by name.
+how to recognise a directory of its layout, open it in memory (`open`: its vocabulary,
+tokenizer rules and encoder, `opened.Checkpoint`), write an encoder in it, and carry its
+pretraining heads; `conversion.py` and `load_pretrainer` dispatch on them. A fine-tuned task
+head beside the encoder is no layout's business: the task kinds read it from the opened
+checkpoint (`keras_bert.tasks.registry`). `detect_format(path)` names the layout of a
+directory, `checkpoint_format(name)` looks one up by name, `open_checkpoint(src)` opens a
+directory or hub id.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import os
 
 from keras_bert.checkpoints import google, huggingface, keras_hub, model_garden, tf_hub
 from keras_bert.checkpoints.model_dir import MANIFEST
+from keras_bert.checkpoints.opened import Checkpoint, ModelGardenCheckpoint
 
 
 def infer_lower_case(path: str, vocab_file: str) -> bool:
@@ -35,14 +39,12 @@ def infer_lower_case(path: str, vocab_file: str) -> bool:
 
 class CheckpointFormat:
     """One checkpoint layout. `name`: how options and metadata spell it; `marker`: the file
-    that marks a directory of it; `writable`: `convert --to` writes it; `task_heads`: its
-    task heads convert too (sentence-pair classifiers among them)."""
+    that marks a directory of it; `writable`: `convert --to` writes it."""
 
     name = ""
     marker = ""
     description = ""
     writable = True
-    task_heads = False
 
     def holds(self, path: str, files: set[str]) -> bool:
         """Whether directory `path` (holding `files`) is a checkpoint of this layout."""
@@ -64,17 +66,28 @@ class CheckpointFormat:
         """The `BertEncoder` stored in `path`."""
         raise NotImplementedError(self.name)
 
+    def open(self, path: str, lower_case: bool | None = None,
+             rules: str | None = None) -> Checkpoint:
+        """`path` opened in memory (`opened.Checkpoint`): its vocabulary, its casing (or
+        `lower_case`) and its tokenizer rules (or `rules`); the encoder is read when asked."""
+        vocab_file, found = self.vocab(path)
+        return self._opened(path, vocab_file, found if lower_case is None else lower_case,
+                            rules or self.rules(path))
+
+    def _opened(self, path: str, vocab_file: str, lower_case: bool, rules: str) -> Checkpoint:
+        """The `Checkpoint` of this layout (a subclass where it holds more to read once)."""
+        return Checkpoint(path, self, vocab_file, lower_case, rules)
+
     def write_encoder(self, encoder, dest: str, vocab_file: str, lower_case: bool) -> str:
         """Writes `encoder` and its vocabulary as a checkpoint of this layout; returns
         `dest`."""
         raise NotImplementedError(self.name)
 
-    def convert_with_heads(self, src: str, dest: str, vocab_file: str, lower_case: bool,
-                           rules: str, encoder_only: bool = False, pair: bool = False):
-        """Writes `src` as the keras_bert model directory `dest` the way this layout
-        needs (with its heads unless `encoder_only`; `pair`: a sequence classifier reads
-        text pairs), returning the `ModelDir`; None: the encoder alone is converted by
-        `read_encoder`."""
+    def convert_with_heads(self, checkpoint: Checkpoint, dest: str,
+                           encoder_only: bool = False):
+        """Writes the opened `checkpoint` as the keras_bert model directory `dest` with the
+        pretraining heads it holds (unless `encoder_only`), returning the `ModelDir`; None:
+        the encoder alone is written."""
         return None
 
     def write_with_heads(self, src: str, source: CheckpointFormat, dest: str,
@@ -118,9 +131,9 @@ class KerasBertFormat(CheckpointFormat):
     def load_pretrainer(self, path, dtype=None, **kwargs):
         """The encoder with the pretraining heads `convert` or `pretrain` saved beside it
         (`pretraining_heads.weights.h5`), else fresh ones."""
-        from keras_bert.checkpoints import heads
+        from keras_bert.checkpoints import pretraining_heads
 
-        return heads.load_model_dir_pretrainer(path, dtype=dtype, **kwargs)
+        return pretraining_heads.load_model_dir_pretrainer(path, dtype=dtype, **kwargs)
 
 
 class _ModelGardenVariables(CheckpointFormat):
@@ -136,35 +149,41 @@ class _ModelGardenVariables(CheckpointFormat):
         """The hidden activation of the encoder in `path`."""
         raise NotImplementedError(self.name)
 
+    def encoder_of(self, named: dict, path: str, dtype=None):
+        """The `BertEncoder` of the variables `named` read from `path` (what `read_encoder`
+        reads, from variables read once: `opened.ModelGardenCheckpoint`)."""
+        raise NotImplementedError(self.name)
+
     def rules(self, path):
         """Google's: the released BERTs these layouts hold were pretrained with them."""
         return "google"
 
-    def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
-                           encoder_only=False, pair=False):
+    def _opened(self, path, vocab_file, lower_case, rules):
+        return ModelGardenCheckpoint(path, self, vocab_file, lower_case, rules)
+
+    def convert_with_heads(self, checkpoint, dest, encoder_only=False):
         """An `export_type=model_with_mlm` SavedModel or a `BertPretrainerV2` checkpoint
         keeps its masked LM head."""
-        named = self.named(src)
-        if encoder_only or model_garden.MLM_MARKER not in named:
+        if encoder_only or model_garden.MLM_MARKER not in checkpoint.named:
             return None
-        from keras_bert.checkpoints import heads
+        from keras_bert.checkpoints import pretraining_heads
 
-        return heads.convert_model_garden_with_heads(
-            named, src, self.name, self.activation(src), dest, vocab_file, lower_case, rules)
+        return pretraining_heads.convert_model_garden_with_heads(
+            checkpoint, self.activation(checkpoint.path), dest)
 
     def load_pretrainer(self, path, dtype=None, **kwargs):
         """The encoder with the masked LM head the variables hold (the next sentence head
         fresh, with a warning), else fresh heads."""
-        from keras_bert.checkpoints import heads
+        from keras_bert.checkpoints import pretraining_heads
         from keras_bert.models.pretrainer import BertPretrainer
 
         named, activation = self.named(path), self.activation(path)
         if model_garden.MLM_MARKER not in named:
             return BertPretrainer(model_garden.load_named_encoder(named, path, activation,
                                                                   dtype=dtype), **kwargs)
-        pretrainer, report = heads.model_garden_pretrainer(named, path, activation, dtype,
-                                                           **kwargs)
-        heads.warn_initialised(report, path)
+        pretrainer, report = pretraining_heads.model_garden_pretrainer(named, path, activation,
+                                                                       dtype, **kwargs)
+        pretraining_heads.warn_initialised(report, path)
         return pretrainer
 
 
@@ -188,6 +207,10 @@ class TfHubFormat(_ModelGardenVariables):
     def read_encoder(self, path, dtype=None):
         return tf_hub.load_saved_model_dir(path, dtype=dtype)
 
+    def encoder_of(self, named, path, dtype=None):
+        return model_garden.load_named_encoder(named, f"SavedModel {path}",
+                                               self.activation(path), dtype=dtype)
+
 
 class ModelGardenFormat(_ModelGardenVariables):
     """A Model Garden TF2 (object-based) checkpoint of a BERT encoder, with `vocab.txt` (and
@@ -210,6 +233,11 @@ class ModelGardenFormat(_ModelGardenVariables):
     def read_encoder(self, path, dtype=None):
         return model_garden.load_checkpoint_dir(path, dtype=dtype)
 
+    def encoder_of(self, named, path, dtype=None):
+        return model_garden.load_named_encoder(
+            named, f"checkpoint {model_garden.checkpoint_prefix(path)}", self.activation(path),
+            dtype=dtype)
+
     def write_encoder(self, encoder, dest, vocab_file, lower_case):
         return model_garden.save_checkpoint_dir(encoder, dest, vocab_file)
 
@@ -226,19 +254,18 @@ class GoogleFormat(CheckpointFormat):
     def write_encoder(self, encoder, dest, vocab_file, lower_case):
         return google.save_google_dir(encoder, dest, vocab_file)
 
-    def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
-                           encoder_only=False, pair=False):
+    def convert_with_heads(self, checkpoint, dest, encoder_only=False):
         """A release holding the masked LM head keeps its `cls/` pretraining heads."""
-        from keras_bert.checkpoints import heads
+        from keras_bert.checkpoints import pretraining_heads
 
-        if encoder_only or not heads.google_has_heads(src):
+        if encoder_only or not pretraining_heads.google_has_heads(checkpoint.path):
             return None
-        return heads.convert_google_with_heads(src, dest, vocab_file, lower_case, rules)
+        return pretraining_heads.convert_google_with_heads(checkpoint, dest)
 
     def load_pretrainer(self, path, dtype=None, **kwargs):
-        from keras_bert.checkpoints import heads
+        from keras_bert.checkpoints import pretraining_heads
 
-        return heads.load_google_pretrainer(path, dtype=dtype, **kwargs)
+        return pretraining_heads.load_google_pretrainer(path, dtype=dtype, **kwargs)
 
 
 class KerasHubFormat(CheckpointFormat):
@@ -267,7 +294,7 @@ class KerasHubFormat(CheckpointFormat):
 class HuggingFaceFormat(CheckpointFormat):
     """A Hugging Face directory: `config.json` and weights (`huggingface.WEIGHT_FILES`)."""
 
-    name, marker, task_heads = "huggingface", "config.json", True
+    name, marker = "huggingface", "config.json"
     description = (f"Hugging Face weights (config.json + one of "
                    f"{huggingface.WEIGHT_FILES})")
 
@@ -280,29 +307,33 @@ class HuggingFaceFormat(CheckpointFormat):
     def write_encoder(self, encoder, dest, vocab_file, lower_case):
         return huggingface.save_hf_dir(encoder, dest, vocab_file, lower_case)
 
-    def convert_with_heads(self, src, dest, vocab_file, lower_case, rules,
-                           encoder_only=False, pair=False):
-        """A masked LM / pretraining model keeps its heads (`hf_task_heads.convert_hf`; task
-        heads: `keras_bert.tasks.head_checkpoints`); encoder-only, the architecture is still
-        recorded."""
-        from keras_bert.checkpoints.hf_task_heads import convert_hf
+    def _opened(self, path, vocab_file, lower_case, rules):
+        from keras_bert.checkpoints.hf_architectures import HuggingFaceCheckpoint, read_hf_config
 
-        return convert_hf(src, dest, vocab_file, lower_case, rules, encoder_only=encoder_only,
-                          pair=pair)
+        return HuggingFaceCheckpoint(path, self, vocab_file, lower_case, rules,
+                                     config=read_hf_config(path))
+
+    def convert_with_heads(self, checkpoint, dest, encoder_only=False):
+        """A masked LM / pretraining model keeps its heads (`hf_architectures.convert_hf`; a
+        task head is refused: `keras_bert.tasks.task_conversion` keeps it); encoder-only,
+        the architecture is still recorded."""
+        from keras_bert.checkpoints.hf_architectures import convert_hf
+
+        return convert_hf(checkpoint, dest, encoder_only=encoder_only)
 
     def write_with_heads(self, src, source, dest, lower_case):
         """A keras_bert model directory with pretraining heads becomes `BertForPreTraining`
-        (or `BertForMaskedLM`); task models go through `keras_bert.tasks.head_checkpoints`."""
+        (or `BertForMaskedLM`); task models go through `keras_bert.tasks.task_conversion`."""
         if not isinstance(source, KerasBertFormat):
             return None
-        from keras_bert.checkpoints.hf_task_heads import save_hf_pretraining_dir
+        from keras_bert.checkpoints.hf_architectures import save_hf_pretraining_dir
 
         return save_hf_pretraining_dir(src, dest, lower_case)
 
     def load_pretrainer(self, path, dtype=None, **kwargs):
-        from keras_bert.checkpoints import heads
+        from keras_bert.checkpoints import pretraining_heads
 
-        return heads.load_hf_pretrainer(path, dtype=dtype, **kwargs)
+        return pretraining_heads.load_hf_pretrainer(path, dtype=dtype, **kwargs)
 
 
 # Detection order: Model Garden's releases hold a bert_config.json too, so its layout goes
@@ -333,6 +364,16 @@ def checkpoint_format(name: str) -> CheckpointFormat:
             return fmt
     raise ValueError(f"Unknown checkpoint layout {name!r}: expected one of "
                      f"{[f.name for f in FORMATS]}")
+
+
+def open_checkpoint(src: str, lower_case: bool | None = None,
+                    rules: str | None = None) -> Checkpoint:
+    """The checkpoint directory or hub id `src` (`hub_ids.local_checkpoint`) opened in memory
+    (`CheckpointFormat.open`), read as `lower_case` and with `rules` where given."""
+    from keras_bert.checkpoints.hub_ids import local_checkpoint
+
+    src = local_checkpoint(src)
+    return detect_format(src).open(src, lower_case, rules)
 
 
 def load_pretrainer(path: str, dtype=None, **kwargs):

@@ -101,8 +101,10 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab: str | Sequence[str], 
 
     The directory is written beside its final place and renamed into it, so an interrupted
     write never leaves a half-written model directory; `write_extra(directory)` writes more
-    files into it before the rename (e.g. the pretraining heads). A directory it replaces is
-    moved aside first and removed only once the new one is in place.
+    files into it before the rename (e.g. the pretraining heads, a task head). A directory
+    it replaces is moved aside first and removed only once the new one is in place. The
+    `ModelDir` returned is parsed from the manifest's bytes as written, as `load_model_dir`
+    parses them: nothing is read back from the disk.
     """
     path = os.path.abspath(path)
     is_model_dir = os.path.exists(os.path.join(path, MANIFEST))
@@ -132,9 +134,9 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab: str | Sequence[str], 
                 "tokenizer": {"vocab_file": "vocab.txt", "lower_case": bool(lower_case),
                               "rules": tokenizer_rules(rules or DEFAULT_RULES).name},
                 "weights": ENCODER_WEIGHTS, "metadata": metadata}
+    text = json.dumps(manifest, indent=2) + "\n"
     with open(os.path.join(tmp, MANIFEST), "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=2)
-        f.write("\n")
+        f.write(text)
     if write_extra is not None:
         write_extra(tmp)
     old = f"{path}.old-{os.getpid()}"
@@ -143,7 +145,7 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab: str | Sequence[str], 
         os.replace(path, old)
     os.replace(tmp, path)
     shutil.rmtree(old, ignore_errors=True)
-    return load_model_dir(path)
+    return _model_dir(path, json.loads(text), os.path.join(path, MANIFEST))
 
 
 def load_model_dir(path: str) -> ModelDir:
@@ -159,7 +161,11 @@ def load_model_dir(path: str) -> ModelDir:
             f"{path} is not a keras_bert model directory (no {MANIFEST}); convert a Google or "
             "Hugging Face checkpoint with `keras-bert convert SRC DEST` first")
     with open(manifest_path, encoding="utf-8") as f:
-        manifest = json.load(f)
+        return _model_dir(path, json.load(f), manifest_path)
+
+
+def _model_dir(path: str, manifest: dict, manifest_path: str) -> ModelDir:
+    """The `ModelDir` a manifest describes (checked: its format version)."""
     if manifest.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"{manifest_path}: unsupported format_version "
                          f"{manifest.get('format_version')!r} (expected {FORMAT_VERSION})")

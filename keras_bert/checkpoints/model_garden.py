@@ -61,9 +61,9 @@ ENCODER_TABLE = [
 ]
 
 # Names that are not the encoder's: the masked LM head (`BertPretrainerV2`'s `cls/predictions`,
-# a SavedModel's `mlm` subobject: `heads.MODEL_GARDEN_HEAD_TABLE` reads it), a classifier's
-# head (`CLASSIFIER_HEAD_TABLE`), the save counter and the SavedModel's
-# `do_lower_case` (an unnamed `Variable`).
+# a SavedModel's `mlm` subobject: `pretraining_heads.MODEL_GARDEN_HEAD_TABLE` reads it), a
+# classifier's head (`tasks/text_classification/checkpoints.py` reads it), the save counter
+# and the SavedModel's `do_lower_case` (an unnamed `Variable`).
 IGNORED = (r"(^|/)cls/", r"^sentence_prediction/", r"^save_counter$", r"^Variable(_\d+)?$")
 
 MLM_MARKER = "bert/cls/predictions/output_bias/bias"  # a model_with_mlm / pretrainer's head
@@ -171,27 +171,6 @@ def load_named_encoder(named: dict[str, np.ndarray], source: str,
     assign_checked(encoder_variables(encoder), merge_heads(arrays), source=source,
                    origin=origin)
     return encoder
-
-
-# Our task head name -> Model Garden's `BertClassifier` head (its default: a dense layer on
-# the encoder's pooled output, after dropout), the classifier's one table.
-CLASSIFIER_HEAD_TABLE = {"head/kernel": "sentence_prediction/logits/kernel",
-                         "head/bias": "sentence_prediction/logits/bias"}
-
-
-def classifier_head(named: dict[str, np.ndarray], source: str) -> dict | None:
-    """The fine-tuned `BertClassifier` head among Model Garden variables `named` (our head
-    names, see `CLASSIFIER_HEAD_TABLE`), None without one."""
-    if CLASSIFIER_HEAD_TABLE["head/kernel"] not in named:
-        return None
-    other = sorted(n for n in named if n.startswith("sentence_prediction/")
-                   and n not in CLASSIFIER_HEAD_TABLE.values())
-    if other:
-        raise ValueError(f"{source}: the classifier head holds {other[0]} (a head with an "
-                         f"inner dense layer, BertClassifier(use_encoder_pooler=False)); "
-                         f"keras_bert's classifiers read the pooler's output: pass "
-                         f"--encoder-only to convert the encoder alone")
-    return {ours: named[theirs] for ours, theirs in CLASSIFIER_HEAD_TABLE.items()}
 
 
 # ----- Model Garden TF2 checkpoints ------------------------------------------------------

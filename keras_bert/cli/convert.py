@@ -68,7 +68,7 @@ def run(args) -> int:
         raise ValueError("--approximate-gelu goes with --to google, model-garden or keras-hub; "
                          "a keras_bert model directory holds the exact GELU as it is")
     if args.to != "keras_bert":
-        from keras_bert.tasks.head_checkpoints import write_checkpoint
+        from keras_bert.tasks.task_conversion import write_checkpoint
 
         path = write_checkpoint(args.src, args.dest, args.to.replace("-", "_"),
                                 lower_case=args.lower_case, encoder_only=args.encoder_only,
@@ -76,8 +76,7 @@ def run(args) -> int:
         print(f"wrote {os.path.abspath(path)}: {args.to} checkpoint with its vocabulary"
               + _hf_architecture(path, args.to))
         return 0
-    from keras_bert.checkpoints.hf_task_heads import describe
-    from keras_bert.tasks.head_checkpoints import convert
+    from keras_bert.tasks.task_conversion import convert
 
     model_dir = convert(args.src, args.dest, lower_case=args.lower_case, rules=args.rules,
                         encoder_only=args.encoder_only, pair=args.pair)
@@ -90,9 +89,37 @@ def run(args) -> int:
     return 0
 
 
+def describe(model_dir) -> list[str]:
+    """Lines saying which head a conversion kept, with its labels, and what it left out."""
+    from keras_bert.checkpoints.pretraining_heads import PRETRAINING_HEADS
+
+    meta, lines = model_dir.metadata, []
+    arch = meta.get("architecture") or "model"
+    task = meta.get("task")
+    if task:
+        labels = task.get("labels") or []
+        shown = ", ".join(labels[:10]) + (f" (+{len(labels) - 10} more)" if len(labels) > 10
+                                          else "")
+        lines.append(f"kept the {arch} head as a {task['kind']} model"
+                     + (f", {len(labels)} labels: {shown}" if labels else "")
+                     + f"; serving truncates at {task['seq_length']} tokens "
+                       "(export --max-length / --seq-length override)")
+    elif os.path.exists(os.path.join(model_dir.path, PRETRAINING_HEADS)):
+        has_nsp = not any(n.startswith("nsp/") for n in meta.get("initialised", []))
+        lines.append(f"kept the {arch} heads: masked LM{' and next sentence' * has_nsp} "
+                     f"({PRETRAINING_HEADS}; pretrain --init {model_dir.path} continues "
+                     "with them)")
+    if meta.get("dropped"):
+        lines.append(f"dropped: {', '.join(meta['dropped'])}")
+    groups = sorted({n.split("/")[0] for n in meta.get("initialised", [])})
+    if groups:
+        lines.append(f"not in the checkpoint, left at their initial values: {', '.join(groups)}")
+    return lines
+
+
 def _hf_architecture(path: str, to: str) -> str:
     if to != "huggingface":
         return ""
-    from keras_bert.checkpoints.hf_task_heads import architecture, read_hf_config
+    from keras_bert.checkpoints.hf_architectures import architecture, read_hf_config
 
     return f", {architecture(read_hf_config(path))}"

@@ -18,18 +18,6 @@ def add_rules_argument(p, default_source: str = "the model's own") -> None:
                         f"[UNK] over 100); default: {default_source}")
 
 
-def add_checkpoint_arguments(p) -> None:
-    """`--checkpoint-steps` / `--checkpoint-minutes`: how often a training job saves the
-    state it resumes from when the same command is run again after a kill."""
-    p.add_argument("--checkpoint-steps", type=int,
-                   help="also checkpoint every N steps (default: only by time and at epoch "
-                        "ends)")
-    p.add_argument("--checkpoint-minutes", type=float, default=10.0,
-                   help="checkpoint after the first step that ends this many minutes after "
-                        "the last checkpoint (default 10); a killed run started again with "
-                        "the same command resumes from its last checkpoint")
-
-
 def add_job_options(p, job_class, skip: tuple[str, ...] = ()) -> None:
     """One option per field of the job dataclass `job_class` (`--text-b-column` for
     `text_b_column`): its type, default, choices and help come from the field itself

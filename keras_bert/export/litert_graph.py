@@ -6,7 +6,7 @@ for. This module keeps what LiteRT can run:
 
 - tokenizing: TF Text's `FastBertTokenizer` (its `FastBertNormalize` and
   `FastWordpieceTokenizeWithOffsets` ops have TFLite kernels, registered from
-  `tensorflow_text.tflite_registrar`); see `litert_rules.py` for where its rules and ours
+  `tensorflow_text.tflite_registrar`); `docs/litert.md` measures where its rules and ours
   part;
 - packing: `[CLS] ids [SEP]` into a fixed `[batch, max_length]` buffer with builtin ops
   (`RaggedTensorToTensor`, TF Text's, truncates to the buffer's width);

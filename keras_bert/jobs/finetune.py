@@ -68,7 +68,8 @@ class FinetuneJob:
     learning_rate: float = option(5e-5, "peak learning rate of AdamW")
     warmup_fraction: float = option(0.1, "share of the steps of linear warmup")
     weight_decay: float = option(0.01, "AdamW's weight decay (not on LayerNorm and biases)")
-    dropout: float | None = option(None, "head dropout (default: the model's, 0.1)")
+    dropout: float | None = option(None, "dropout before the head in training (default: "
+                                         "the encoder's, 0.1; squad: none, as BERT's)")
     pooling: str = option("pooled", "classify/multilabel/regress: the sequence vector under "
                                     "the head", choices=POOLING_MODES)
     max_query_length: int | None = option(None, "squad: question wordpieces kept (default "

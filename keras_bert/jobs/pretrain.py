@@ -338,8 +338,8 @@ def _write_model(job: PretrainJob, pretrainer, tokenizer, metrics: dict, history
                  phase1) -> None:
     """`model/` (with its pretraining heads: `--init model/` continues with them), the
     pretrainer's weights and the curves."""
-    from keras_bert.checkpoints.heads import save_pretraining_heads
     from keras_bert.checkpoints.model_dir import save_model_dir
+    from keras_bert.checkpoints.pretraining_heads import save_pretraining_heads
     from keras_bert.training.plots import plot_history
 
     save_model_dir(

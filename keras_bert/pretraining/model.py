@@ -336,8 +336,8 @@ class TextPretrainer(keras.Model):
         """`*.keras`: Keras' archive. Otherwise the keras_bert model directory `keras-bert
         pretrain` writes (`model/`: the encoder, its vocabulary and tokenizer settings, the
         pretraining heads beside it); returns its path."""
-        from keras_bert.checkpoints.heads import save_pretraining_heads
         from keras_bert.checkpoints.model_dir import save_model_dir
+        from keras_bert.checkpoints.pretraining_heads import save_pretraining_heads
 
         if str(filepath).endswith(".keras"):
             return super().save(filepath, overwrite=overwrite, **kwargs)

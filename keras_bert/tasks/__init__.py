@@ -5,7 +5,9 @@
       task_model.py        TextTaskModel: fit / evaluate / predict / save / load / export
       task_dir.py          the model directory of a fine-tuned model (head weights, labels)
       serving.py           ServingModule: raw strings -> the model -> named outputs
-      batches.py, fitting.py, inputs.py, labels.py, readers.py, sources.py   shared parts
+      sources.py           what from_pretrained reads, in memory
+      task_conversion.py   task models from and to other checkpoint layouts
+      batches.py, fitting.py, inputs.py, labels.py, readers.py   shared parts
       text_classification/    TextClassifier, TextRegressor, MultiLabelClassifier
       token_classification/   TokenClassifier
       question_answering/     QuestionAnswerer
@@ -13,8 +15,8 @@
 
 Each kind's folder holds `config.py` (its typed config: the task block's one writer and
 reader), `network.py` (ids in, logits or vectors out), `model.py` (the class a Python user
-holds), `serving.py` (its export's outputs and decoding) and the readers and metrics only it
-uses. The classes are imported on first use, so that importing this package loads no
+holds), `serving.py` (its export's outputs and decoding), the readers and metrics only it
+uses, and `checkpoints.py` where it reads fine-tuned heads of other checkpoint layouts. The classes are imported on first use, so that importing this package loads no
 TensorFlow.
 """
 

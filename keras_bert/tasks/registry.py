@@ -1,11 +1,13 @@
-"""The task kinds: one table of their names, and the class of each.
+"""The task kinds: one table of their names, the class of each, and the hook of each for
+fine-tuned heads in other checkpoint layouts.
 
 A kind's `name` is what a model directory records (`keras_bert.json`: `metadata.task.kind`)
 and what `keras-bert finetune --task` takes; its class is the Keras model a Python user
 holds (`keras_bert.tasks.<folder>.model`). This module imports no TensorFlow, so the
-command line reads the names without loading it; the classes are imported when asked for.
-Adding a kind is a new folder under `keras_bert/tasks/` and one line in `KINDS`. Nothing
-else compares kind names: code that needs a kind's behaviour asks its class.
+command line reads the names without loading it; the classes and hooks are imported when
+asked for. Adding a kind is a new folder under `keras_bert/tasks/` and one line in `KINDS`
+(and its class in the package's exports: `docs/layout.md`). Nothing else compares kind
+names: code that needs a kind's behaviour asks its class.
 """
 
 from __future__ import annotations
@@ -17,33 +19,42 @@ import importlib
 @dataclasses.dataclass(frozen=True)
 class Kind:
     """One task kind: its saved `name`, the `module:Class` of its model, whether
-    `keras-bert finetune` trains it, and the Hugging Face `BertFor*` architecture (and
-    sequence classification's `problem_type`) its checkpoints have there."""
+    `keras-bert finetune` trains it, and `checkpoints`: the module of its folder that reads
+    and writes its fine-tuned heads in other checkpoint layouts, if any.
+
+    A `checkpoints` module is the hook through which the checkpoint layouts stay free of
+    kinds (`keras_bert.checkpoints` knows none): `read_head(checkpoint)` is the fine-tuned
+    model of one of its kinds that an opened checkpoint (`keras_bert.checkpoints.opened`)
+    holds, as a `keras_bert.tasks.task_conversion.HeldModel`, or None; `hf_head(model,
+    source)` says how its model goes to Hugging Face (a `task_conversion.HFTaskHead`)."""
 
     name: str
     model: str
     finetune: bool = True
-    hf_architecture: str | None = None
-    hf_problem: str | None = None
+    checkpoints: str | None = None
 
     def model_class(self) -> type:
         """The kind's model class (imports its module, and with it TensorFlow)."""
         module, cls = self.model.split(":")
         return getattr(importlib.import_module(f"keras_bert.tasks.{module}"), cls)
 
+    def checkpoint_hooks(self):
+        """The kind's `checkpoints` module (imported), or None."""
+        if self.checkpoints is None:
+            return None
+        return importlib.import_module(f"keras_bert.tasks.{self.checkpoints}")
 
-_SEQUENCE = "BertForSequenceClassification"
+
+_CLASSIFIERS = "text_classification.checkpoints"
 KINDS: dict[str, Kind] = {kind.name: kind for kind in (
-    Kind("classify", "text_classification.model:TextClassifier",
-         hf_architecture=_SEQUENCE, hf_problem="single_label_classification"),
+    Kind("classify", "text_classification.model:TextClassifier", checkpoints=_CLASSIFIERS),
     Kind("multilabel", "text_classification.multilabel:MultiLabelClassifier",
-         hf_architecture=_SEQUENCE, hf_problem="multi_label_classification"),
-    Kind("regress", "text_classification.model:TextRegressor",
-         hf_architecture=_SEQUENCE, hf_problem="regression"),
+         checkpoints=_CLASSIFIERS),
+    Kind("regress", "text_classification.model:TextRegressor", checkpoints=_CLASSIFIERS),
     Kind("tag", "token_classification.model:TokenClassifier",
-         hf_architecture="BertForTokenClassification"),
+         checkpoints="token_classification.checkpoints"),
     Kind("squad", "question_answering.model:QuestionAnswerer",
-         hf_architecture="BertForQuestionAnswering"),
+         checkpoints="question_answering.checkpoints"),
     Kind("embed", "text_embedding.model:TextEmbedder", finetune=False),
 )}
 FINETUNE_KINDS = tuple(name for name, kind in KINDS.items() if kind.finetune)
@@ -63,13 +74,10 @@ def task_class(name: str | None) -> type:
     return kind(name).model_class()
 
 
-def hf_kind(architecture: str | None, problem: str | None = None) -> Kind | None:
-    """The kind of a Hugging Face `BertFor*` task model (`problem`: its `problem_type`, for
-    sequence classification), or None for an architecture that is not a task model."""
-    for entry in KINDS.values():
-        if entry.hf_architecture == architecture and entry.hf_problem == problem:
-            return entry
-    return None
+def checkpoint_hooks() -> list:
+    """The kinds' `checkpoints` modules (`Kind.checkpoints`), each once, in table order."""
+    names = dict.fromkeys(kind.checkpoints for kind in KINDS.values() if kind.checkpoints)
+    return [importlib.import_module(f"keras_bert.tasks.{name}") for name in names]
 
 
 def kind_of_class(model_class: type) -> Kind:

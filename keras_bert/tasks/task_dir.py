@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 
 import h5py
 import numpy as np
@@ -72,25 +71,22 @@ def write_task_dir(network, preprocessor, path: str, block: dict,
                    labels: LabelVocab | None = None, metadata: dict | None = None) -> ModelDir:
     """Writes a task network (`encoder` and `head_layers`) with its preprocessor (vocabulary,
     casing, rules, lengths), its task block and labels as a model directory at `path`
-    (replacing a model directory there). The directory is assembled beside `path` and
-    renamed into place."""
-    path = os.path.abspath(path)
-    tmp = f"{path}.task-tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
+    (replacing a model directory there, refusing anything else), assembled beside `path`
+    and renamed into place (`save_model_dir`, whose `ModelDir` it returns: nothing is read
+    back)."""
     if labels is not None:
         block = {**block, "labels": labels.names}
+
+    def head_and_labels(directory: str) -> None:
+        if network.head_layers:
+            save_head_weights(network.head_layers, os.path.join(directory, HEAD_WEIGHTS))
+        if labels is not None:
+            labels.save(os.path.join(directory, LABELS_FILENAME))
+
     tokenizer = preprocessor.tokenizer
-    save_model_dir(network.encoder, tmp, tokenizer.vocab, tokenizer.lower_case,
-                   metadata={**(metadata or {}), "task": block}, preprocessor=preprocessor)
-    if network.head_layers:
-        save_head_weights(network.head_layers, os.path.join(tmp, HEAD_WEIGHTS))
-    if labels is not None:
-        labels.save(os.path.join(tmp, LABELS_FILENAME))
-    if os.path.exists(path):
-        load_model_dir(path)  # refuses to replace anything but a model directory
-        shutil.rmtree(path)
-    os.replace(tmp, path)
-    return load_model_dir(path)
+    return save_model_dir(network.encoder, path, tokenizer.vocab, tokenizer.lower_case,
+                          metadata={**(metadata or {}), "task": block},
+                          preprocessor=preprocessor, write_extra=head_and_labels)
 
 
 def save_head_weights(layers, path: str) -> None:

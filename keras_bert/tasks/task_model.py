@@ -113,38 +113,38 @@ class TextTaskModel(keras.Model):
     @classmethod
     def _pretrained(cls, source: str, rules: str | None, precision: str | None,
                     new_head: bool = False):
-        """`(model, None)` when `source` is a fine-tuned model directory of this kind (loaded
+        """`(model, None)` when `source` holds a fine-tuned model of this kind (loaded
         whole, in its recorded precision unless `precision`; not with `new_head`), else
-        `(None, model_dir)`: the `ModelDir` to build a new head on. Sources: a keras_bert
-        model directory, any checkpoint `keras-bert convert` reads (local, or a hub id:
-        `keras_bert.checkpoints.hub_ids`), or `random-NAME` (`keras_bert.tasks.sources`)."""
-        from keras_bert.tasks.sources import pretrained_model_dir
-        from keras_bert.tasks.task_dir import read_task_dir
+        `(None, encoder_source)`: what to build a new head on. Sources: a keras_bert model
+        directory, any checkpoint `keras-bert convert` reads (local, or a hub id), or
+        `random-NAME`, all read in memory (`keras_bert.tasks.sources`)."""
+        from keras_bert.tasks.sources import open_source
         from keras_bert.training.precision import resolve_precision
 
-        saved = read_task_dir(pretrained_model_dir(source), rules)
-        if (not new_head and "task" in saved.model_dir.metadata
-                and task_class(saved.kind) is cls):
+        found = open_source(source, rules)
+        if not new_head and found.model_class is cls:
             dtype = None if precision is None else resolve_precision(precision)
-            return cls._restore(saved, dtype), None
-        return None, saved.model_dir
+            return found.build(dtype), None
+        return None, found.encoder
 
     @staticmethod
-    def _encoder_and_preprocessor(model_dir, seq_length: int, precision: str | None = None,
+    def _encoder_and_preprocessor(source, seq_length: int, precision: str | None = None,
                                   seed: int | None = None):
-        """The encoder of `model_dir`, for training, in `precision`'s dtype policy (None or
-        `auto`: for the hardware, resolved here once and printed) and its preprocessor at
-        `seq_length`. `seed` seeds Keras' global generator first, so that the head built
-        next starts from the weights `keras-bert finetune --seed` starts from."""
+        """The encoder of `source` (`_pretrained`'s), built once for training in
+        `precision`'s dtype policy (None or `auto`: for the hardware, resolved here once and
+        printed), and its preprocessor at `seq_length`. `seed` seeds Keras' global
+        generator first, so that the head built next starts from the weights `keras-bert
+        finetune --seed` starts from."""
+        from keras_bert.text.preprocessor import BertPreprocessor
         from keras_bert.training.precision import training_precision
 
         if seed is not None:
             keras.utils.set_random_seed(int(seed))
-        if seq_length > model_dir.config.max_position_embeddings:
+        encoder = source.load_encoder(dtype=training_precision(precision))
+        if seq_length > encoder.config.max_position_embeddings:
             raise ValueError(f"seq_length {seq_length} exceeds the model's "
-                             f"max_position_embeddings {model_dir.config.max_position_embeddings}")
-        return (model_dir.load_encoder(dtype=training_precision(precision)),
-                model_dir.preprocessor().with_length(seq_length))
+                             f"max_position_embeddings {encoder.config.max_position_embeddings}")
+        return encoder, BertPreprocessor(source.tokenizer(), seq_length)
 
     def get_config(self) -> dict:
         """The network, the preprocessor (vocabulary inside), labels and config."""

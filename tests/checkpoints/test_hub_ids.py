@@ -144,16 +144,18 @@ def test_a_malformed_id_says_the_form(source, says):
 def test_a_preset_name_is_not_pretrained_weights(tmp_path, monkeypatch):
     """`tiny` named random weights silently; now the name must say so (`random-tiny`)."""
     from keras_bert import TextClassifier
-    from keras_bert.tasks.sources import pretrained_model_dir
+    from keras_bert.config import PRESETS
+    from keras_bert.tasks.sources import RandomEncoder, open_source
 
     for source in ("tiny", "base"):
         with pytest.raises(HubIdError, match=f"write 'random-{source}' for a randomly "
                                              f"initialised BERT-{source}"):
             TextClassifier.from_pretrained(source, labels=2)
     with pytest.raises(ValueError, match=r"random weights come in the preset sizes \['random-tiny'"):
-        pretrained_model_dir("random-huge")
-    model_dir = pretrained_model_dir("random-tiny")
-    assert os.path.basename(model_dir) == "random-tiny"
+        open_source("random-huge")
+    random = open_source("random-tiny").encoder
+    assert isinstance(random, RandomEncoder)
+    assert random.load_encoder().config.hidden_size == PRESETS["tiny"].hidden_size
     (tmp_path / "tiny").mkdir()  # a directory of that name is still read as a directory
     monkeypatch.chdir(tmp_path)
     assert local_checkpoint("tiny") == "tiny"

@@ -138,7 +138,7 @@ def _classifier_checkpoint(tmp_path, encoder: BertEncoder, head: dict) -> str:
 
 
 def test_fine_tuned_classifier_keeps_its_head(tmp_path):
-    from keras_bert.tasks.head_checkpoints import convert
+    from keras_bert.tasks.task_conversion import convert
     from keras_bert.tasks.task_model import TextTaskModel
 
     encoder = _encoder()

@@ -24,7 +24,7 @@ import pytest
 
 from keras_bert.checkpoints import load_model_dir
 from keras_bert.checkpoints.conversion import write_checkpoint
-from keras_bert.tasks.head_checkpoints import convert
+from keras_bert.tasks.task_conversion import convert
 from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.text.vocab_builder import build_vocab, save_vocab
 from tests.checkpoints.model_garden_env import SCRIPT, model_garden_python

@@ -12,7 +12,7 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert.checkpoints.heads import load_hf_pretrainer
+from keras_bert.checkpoints.pretraining_heads import load_hf_pretrainer
 from keras_bert.models.pretrainer import masked_lm_loss
 from tests.support.reference import require
 

@@ -10,12 +10,12 @@ import warnings
 import numpy as np
 import pytest
 
-from keras_bert.checkpoints.heads import (
+from keras_bert.checkpoints.model_dir import save_model_dir
+from keras_bert.checkpoints.pretraining_heads import (
     head_variables,
     save_google_pretrainer,
     save_hf_pretrainer,
 )
-from keras_bert.checkpoints.model_dir import save_model_dir
 from keras_bert.cli import main
 from keras_bert.config import BertConfig
 from keras_bert.data.corpus import DEFAULT_VOCAB

@@ -4,6 +4,8 @@
 most once: the manifest, the vocabulary, the labels and the two weight files. A model's
 `export` writes the TF Serving version from the model in memory: no model directory is
 written on the way (the save-and-reload it replaced wrote one to a temporary directory).
+`save` writes the directory without reading any of it back, and what it returns is what a
+later load reads.
 """
 
 from __future__ import annotations
@@ -81,3 +83,19 @@ def test_export_from_memory_writes_no_model_directory(classifier, tmp_path, monk
         assert f.read().split() == LABELS
     with open(os.path.join(version, "assets", "vocab.txt"), encoding="utf-8") as f:
         assert f.read().splitlines() == list(classifier.preprocessor.tokenizer.vocab)
+
+
+def test_save_reads_nothing_back_and_returns_what_a_load_reads(classifier, tmp_path,
+                                                               monkeypatch):
+    from keras_bert.checkpoints.model_dir import load_model_dir
+    from keras_bert.tasks.task_dir import write_task_dir
+
+    path = str(tmp_path / "model")
+    for replacing in (False, True):  # a new directory, then one replacing it
+        opened = _opened_under(monkeypatch, str(tmp_path))
+        written = write_task_dir(classifier.network, classifier.preprocessor, path,
+                                 classifier._task_block(), classifier.labels)
+        monkeypatch.undo()
+        assert dict(opened) == {}, (replacing, opened)
+        assert written == load_model_dir(path)
+    assert sorted(os.listdir(tmp_path)) == ["model"]  # nothing left beside it

@@ -14,8 +14,8 @@ class QuestionAnswererConfig:
     64); `doc_stride`: how far the windows over a long context advance (None: half the
     length, at most 128); `version_2`: questions may have no answer in their context
     (SQuAD v2.0: the model may answer ""); `max_answer_length`: the longest answer, in
-    wordpieces, the decoding accepts (the original `run_squad.py`'s 30); `dropout`: unused
-    by the span head (kept for the task block)."""
+    wordpieces, the decoding accepts (the original `run_squad.py`'s 30); `dropout`: the
+    dropout before the span head in training (None: none, as in the original)."""
 
     max_query_length: int | None = None
     doc_stride: int | None = None

@@ -16,8 +16,6 @@ of the export's answers.
 
 from __future__ import annotations
 
-import dataclasses
-
 import keras
 import numpy as np
 import tensorflow as tf
@@ -51,16 +49,18 @@ class QuestionAnswerer(TextTaskModel):
     @classmethod
     def from_pretrained(cls, source: str, *, max_query_length: int | None = None,
                         doc_stride: int | None = None, version_2: bool = False,
-                        max_answer_length: int = 30, seq_length: int = 384,
-                        rules: str | None = None, precision: str | None = None,
-                        seed: int | None = None, new_head: bool = False):
+                        max_answer_length: int = 30, dropout: float | None = None,
+                        seq_length: int = 384, rules: str | None = None,
+                        precision: str | None = None, seed: int | None = None,
+                        new_head: bool = False):
         """A question answerer on the encoder of `source` (a keras_bert model directory,
         any checkpoint `keras-bert convert` reads, local or by hub id, or `random-NAME`:
         random weights of a preset size; a fine-tuned one's
         model directory loads whole). `max_query_length`: question tokens kept (default
         half of `seq_length`, at most 64); `doc_stride`: how far context windows advance
         (default half of `seq_length`, at most 128); `version_2`: a question may have no
-        answer; `max_answer_length`: the longest answer in wordpieces; `precision`: as
+        answer; `max_answer_length`: the longest answer in wordpieces; `dropout`: a dropout
+        rate before the span head in training (None: none, as BERT's); `precision`: as
         `TextClassifier.from_pretrained`; `seed`: the new head's initial weights (as
         `keras-bert finetune --seed`); `new_head`: a new head even on a fine-tuned
         question answerer (its encoder only)."""
@@ -68,15 +68,16 @@ class QuestionAnswerer(TextTaskModel):
         if loaded is not None:
             return loaded
         config = QuestionAnswererConfig(max_query_length, doc_stride, version_2,
-                                        max_answer_length).at_length(seq_length)
+                                        max_answer_length, dropout).at_length(seq_length)
         encoder, preprocessor = cls._encoder_and_preprocessor(model_dir, seq_length,
                                                               precision, seed)
         return cls(cls._build_network(encoder, config, None), preprocessor, None, config)
 
     @classmethod
     def _build_network(cls, encoder, config, labels):
-        """A `BertQuestionAnswerer` (start and end logits per token)."""
-        return BertQuestionAnswerer(encoder)
+        """A `BertQuestionAnswerer` (start and end logits per token; the config's dropout
+        before them)."""
+        return BertQuestionAnswerer(encoder, dropout=config.dropout)
 
     def _default_loss(self):
         """None: the network brings its loss (start and end cross-entropy)."""
@@ -149,9 +150,9 @@ class QuestionAnswerer(TextTaskModel):
         unanswerable questions; the job's query length, stride and dropout."""
         model = cls.from_pretrained(
             job.model, max_query_length=job.max_query_length, doc_stride=job.doc_stride,
-            version_2=any(ex.is_impossible for ex in train), seq_length=job.seq_length,
-            rules=job.rules, precision=job.precision, seed=job.seed, new_head=True)
-        model.config = dataclasses.replace(model.config, dropout=job.dropout)
+            version_2=any(ex.is_impossible for ex in train), dropout=job.dropout,
+            seq_length=job.seq_length, rules=job.rules, precision=job.precision, seed=job.seed,
+            new_head=True)
         return model
 
     @classmethod

@@ -78,13 +78,19 @@ class BertQuestionAnswerer(keras.Model):
 
     Training: `compile(optimizer=...)` without a loss (the model brings `span_loss`), then
     `fit` on `(inputs, {"start_positions", "end_positions"})` (or a `(start, end)` pair).
+    `dropout`: a dropout rate before the span head in training (None or 0: none, as in BERT's
+    SQuAD model and Hugging Face's `BertForQuestionAnswering`).
     """
 
-    def __init__(self, encoder: BertEncoder, **kwargs):
+    def __init__(self, encoder: BertEncoder, dropout: float | None = None, **kwargs):
         check_encoder(encoder, "BertQuestionAnswerer")
         policy = encoder_policy(encoder)
         inputs = task_inputs()
         sequence = encoder(inputs)["sequence_output"]
+        rate = 0.0 if dropout is None else float(dropout)
+        if rate:  # none by default, as BERT's SQuAD model and HF's have none
+            sequence = keras.layers.Dropout(rate, name="head_dropout",
+                                            dtype=policy)(sequence)
         start, end = SpanLogits(encoder.config.initializer_range, name="span_logits",
                                 dtype="float32")(sequence, inputs["input_mask"])
         kwargs.setdefault("name", "bert_question_answerer")
@@ -94,6 +100,7 @@ class BertQuestionAnswerer(keras.Model):
         self.dtype_policy = policy
         encoder.pooler.trainable = False  # unused: no gradient would reach it
         self.encoder = encoder
+        self.dropout = rate
 
     @property
     def head_layers(self) -> list:
@@ -121,9 +128,9 @@ class BertQuestionAnswerer(keras.Model):
         return total
 
     def get_config(self):
-        """The encoder's config."""
-        return {"encoder": serialize_encoder(self.encoder), "name": self.name,
-                "trainable": self.trainable}
+        """The encoder's config and the dropout before the span head."""
+        return {"encoder": serialize_encoder(self.encoder), "dropout": self.dropout,
+                "name": self.name, "trainable": self.trainable}
 
     @classmethod
     def from_config(cls, config):

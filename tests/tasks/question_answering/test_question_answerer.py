@@ -188,3 +188,42 @@ def test_predict_and_export_answer_at_most_max_answer_length_tokens(model_dir, t
     assert served["start"].tolist() == [limited["start_char"]]  # ASCII: bytes = characters
     assert served["end"].tolist() == [limited["end_char"]]
     np.testing.assert_allclose(served["score"], [limited["score"]], rtol=0, atol=1e-5)
+
+
+def test_dropout_before_the_span_head_trains_and_is_saved(tmp_path, tiny_config_no_dropout):
+    """`keras-bert finetune --task squad --dropout P` (`dropout=P`): dropout on the last
+    layer's states before the span head in training only, recorded in the task block and in
+    the network's config; without it none, as in BERT's SQuAD model. On an encoder without
+    dropout of its own, the logits then vary in training and their mean over many draws is
+    the inference logits (the head is linear and dropout unbiased: within 6 standard errors
+    of the draws)."""
+    from keras_bert import BertEncoder
+    from keras_bert.checkpoints.model_dir import save_model_dir
+    from tests.support.tiny_data import SPECIAL, WORDS
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"{t}\n" for t in SPECIAL + WORDS), encoding="utf-8")
+    config = tiny_config_no_dropout.replace(vocab_size=len(SPECIAL) + len(WORDS))
+    source = save_model_dir(BertEncoder(config), str(tmp_path / "enc"), str(vocab), True).path
+    plain = QuestionAnswerer.from_pretrained(source, seq_length=SEQ, precision="float32")
+    qa = QuestionAnswerer.from_pretrained(source, seq_length=SEQ, dropout=0.5,
+                                          precision="float32")
+    qa.network.set_weights(plain.network.get_weights())
+    draws = 400
+    packed = qa.preprocessor((np.array(["what is the capital of france ?"], dtype=object),
+                              np.array(["the capital of france is paris ."], dtype=object)))
+    ids = {k: np.repeat(v.numpy(), draws, axis=0) for k, v in packed.items()}
+    want = plain.network(ids, training=False)["start_logits"].numpy()
+    np.testing.assert_array_equal(plain.network(ids, training=True)["start_logits"], want)
+    np.testing.assert_array_equal(qa.network(ids, training=False)["start_logits"], want)
+    got = qa.network(ids, training=True)["start_logits"].numpy()
+    assert not np.allclose(got, want)
+    sem = got.std(axis=0) / np.sqrt(draws)
+    assert np.all(np.abs(got.mean(axis=0) - want[0]) <= 6 * sem + 1e-6)
+    saved = QuestionAnswerer.load(qa.save(str(tmp_path / "model")))
+    assert saved._task_block()["dropout"] == 0.5 and saved.network.dropout == 0.5
+    qa.save(str(tmp_path / "qa.keras"))
+    assert keras.saving.load_model(str(tmp_path / "qa.keras")).network.dropout == 0.5
+    job = FinetuneJob(task="squad", model=source, train="unused", out=str(tmp_path / "job"),
+                      seq_length=SEQ, dropout=0.3, precision="float32")
+    assert QuestionAnswerer._for_job(job, []).network.dropout == 0.3

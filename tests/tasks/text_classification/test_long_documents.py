@@ -201,7 +201,6 @@ def test_the_command_line_reads_in_windows_too(tmp_path, capsys):
     import json
 
     from keras_bert.cli import main
-    from keras_bert.tasks.sources import pretrained_model_dir
 
     rows = [(" ".join((ISHMAEL * 3)[i:i + 12 + 5 * i]), "long" if i % 2 else "short")
             for i in range(12)]
@@ -209,7 +208,7 @@ def test_the_command_line_reads_in_windows_too(tmp_path, capsys):
     with open(data, "w", encoding="utf-8", newline="") as f:
         csv.writer(f).writerows([("text", "label"), *rows])
     out = tmp_path / "run"
-    assert main(["finetune", "--task", "classify", "--model", pretrained_model_dir("random-tiny"),
+    assert main(["finetune", "--task", "classify", "--model", "random-tiny",
                  "--train", str(data), "--eval", str(data), "--out", str(out),
                  "--seq-length", "32", "--long-text", "windows", "--doc-stride", "8",
                  "--max-windows", "4", "--window-aggregate", "max", "--epochs", "1",

@@ -273,19 +273,19 @@ def model_garden_pretrainer(named: dict[str, np.ndarray], source: str, hidden_ac
     return pretrainer, report
 
 
-def convert_model_garden_with_heads(named: dict[str, np.ndarray], src: str, format_name: str,
-                                    hidden_act: str, dest: str, vocab_file: str,
-                                    lower_case: bool, rules: str):
-    """Writes Model Garden variables `named` (from `src`, with the masked LM head) as the
-    keras_bert model directory `dest` plus `pretraining_heads.weights.h5`, as
-    `convert_google_with_heads` does; returns the `ModelDir`."""
+def convert_model_garden_with_heads(checkpoint, hidden_act: str, dest: str):
+    """Writes the opened Model Garden `checkpoint` (`opened.ModelGardenCheckpoint`: its
+    variables with the masked LM head) as the keras_bert model directory `dest` plus
+    `pretraining_heads.weights.h5`, as `convert_google_with_heads` does; returns the
+    `ModelDir`."""
     from keras_bert.checkpoints.model_dir import save_model_dir
 
-    pretrainer, report = model_garden_pretrainer(named, f"{format_name} {src}", hidden_act)
-    return save_model_dir(pretrainer.encoder, dest, vocab_file, lower_case, metadata={
-        "converted_from": os.path.abspath(src), "format": format_name,
-        "initialised": report.initialised}, rules=rules, write_extra=lambda directory:
-        save_pretraining_heads(pretrainer, directory, skip=report.initialised))
+    pretrainer, report = model_garden_pretrainer(
+        checkpoint.named, f"{checkpoint.format.name} {checkpoint.path}", hidden_act)
+    return save_model_dir(pretrainer.encoder, dest, checkpoint.vocab_file, checkpoint.lower_case,
+                          metadata={**checkpoint.provenance, "initialised": report.initialised},
+                          rules=checkpoint.rules, write_extra=lambda directory:
+                          save_pretraining_heads(pretrainer, directory, skip=report.initialised))
 
 
 # ----- keras_bert model directories --------------------------------------------------------
@@ -332,20 +332,20 @@ def google_has_heads(path: str) -> bool:
     return "cls/predictions/output_bias" in google.read_checkpoint(path, names_only=True)
 
 
-def convert_google_with_heads(src: str, dest: str, vocab_file: str, lower_case: bool,
-                              rules: str):
-    """Writes the Google release `src` (with its `cls/` pretraining heads) as the keras_bert
-    model directory `dest` plus `pretraining_heads.weights.h5`, so that `pretrain --init
-    DEST` continues with the original heads; returns the `ModelDir`."""
+def convert_google_with_heads(checkpoint, dest: str):
+    """Writes the opened Google release `checkpoint` (with its `cls/` pretraining heads) as
+    the keras_bert model directory `dest` plus `pretraining_heads.weights.h5`, so that
+    `pretrain --init DEST` continues with the original heads; returns the `ModelDir`."""
     from keras_bert.checkpoints.model_dir import save_model_dir
 
+    src = checkpoint.path
     config = BertConfig.from_json_file(os.path.join(src, "bert_config.json"))
     pretrainer = BertPretrainer.from_bert_config(config)
     report = load_google_pretrainer_weights(pretrainer, src)
-    return save_model_dir(pretrainer.encoder, dest, vocab_file, lower_case, metadata={
-        "converted_from": os.path.abspath(src), "format": "google",
-        "initialised": report.initialised}, rules=rules, write_extra=lambda directory:
-        save_pretraining_heads(pretrainer, directory, skip=report.initialised))
+    return save_model_dir(pretrainer.encoder, dest, checkpoint.vocab_file, checkpoint.lower_case,
+                          metadata={**checkpoint.provenance, "initialised": report.initialised},
+                          rules=checkpoint.rules, write_extra=lambda directory:
+                          save_pretraining_heads(pretrainer, directory, skip=report.initialised))
 
 
 def load_model_dir_pretrainer(path: str, dtype=None, **kwargs) -> BertPretrainer:

@@ -13,7 +13,7 @@ import tensorflow as tf
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import CheckpointMismatchError
 from keras_bert.checkpoints.google import read_checkpoint, save_google_checkpoint
-from keras_bert.checkpoints.heads import (
+from keras_bert.checkpoints.pretraining_heads import (
     load_google_pretrainer,
     load_google_pretrainer_weights,
     load_hf_pretrainer,

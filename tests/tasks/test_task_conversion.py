@@ -15,7 +15,7 @@ import pytest
 
 from keras_bert.checkpoints import load_model_dir
 from keras_bert.checkpoints.formats import load_pretrainer
-from keras_bert.checkpoints.heads import PRETRAINING_HEADS
+from keras_bert.checkpoints.pretraining_heads import PRETRAINING_HEADS
 from keras_bert.cli import main
 from keras_bert.tasks.task_dir import read_task_dir
 from keras_bert.tasks.task_model import TextTaskModel
@@ -182,6 +182,10 @@ def test_token_classification_head(hf, tmp_path, capsys):
     src, reference = _hf_dir(tmp_path, hf, "BertForTokenClassification",
                              id2label=dict(enumerate(tags)))
     dest = str(tmp_path / "tag")
+    assert main(["convert", src, dest, "--pair"]) == 2  # a sequence classifier's option
+    (error,) = [line for line in capsys.readouterr().err.splitlines()
+                if line.startswith("keras-bert convert: error:")]
+    assert "pair" in error and "TokenClassifier" in error and not (tmp_path / "tag").exists()
     out = _convert(capsys, src, dest)
     assert "as a tag model, 5 labels: O, B-PER, I-PER, B-LOC, I-LOC" in out
     assert "left at their initial values: pooler" in out  # HF's token model has none
@@ -296,7 +300,7 @@ def test_multi_label_head(hf, tmp_path, capsys):
 
 # ------------------------------------------------------------------------------ decisions
 def test_serving_length_and_label_rules(tmp_path):
-    from keras_bert.checkpoints.hf_task_heads import hf_label_names, serving_length
+    from keras_bert.checkpoints.hf_architectures import hf_label_names, serving_length
 
     config = {"max_position_embeddings": 512}
     assert serving_length(str(tmp_path), config) == 512
