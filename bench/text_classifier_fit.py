@@ -164,7 +164,7 @@ def fit_on_jax(args, source, setting, seed: int) -> tuple[float, int]:
     import subprocess
 
     command = [sys.executable, __file__, "--worker", json.dumps(
-        {"source": source, "setting": setting, "seed": seed}),
+        {"source": str(source), "setting": setting, "seed": seed}),
         "--train", str(args.train), "--held-out", str(args.held_out), "--seq", str(args.seq),
         "--batch", str(args.batch), "--threads", str(args.threads)]
     if args.quick:

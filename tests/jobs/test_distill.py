@@ -18,6 +18,7 @@ from keras_bert.tasks.text_classification.network import BertClassifier
 from tests.conftest import TINY_CONFIG_KWARGS
 from tests.export.helpers import task_model
 from tests.jobs.test_finetune import _classify_files, _run
+from tests.support.callbacks import StepLosses
 
 
 def _numpy_loss(labels, student, teacher, t, alpha):
@@ -141,20 +142,9 @@ def test_distillation_steps_compile_with_xla(rng):
             weights = distiller.get_weights()
         distiller.set_weights(weights)
         distiller.compile(optimizer=keras.optimizers.Adam(3e-3), jit_compile=jit)
-        steps = _StepLosses()
+        steps = StepLosses()
         distiller.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False, callbacks=[steps])
         assert distiller.jit_compile is jit
         losses[jit] = np.array(steps.losses)
     assert losses[True].shape == (4,) and not np.allclose(losses[False], losses[False][0])
     np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
-
-
-class _StepLosses(keras.callbacks.Callback):
-    """Each training step's running loss, in order."""
-
-    def __init__(self):
-        super().__init__()
-        self.losses: list[float] = []
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.losses.append(float(logs["loss"]))

@@ -31,6 +31,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from tests.support.callbacks import KillAt, Killed, StepLosses
+
 KINDS = ("classify", "pair", "regress", "multilabel", "tag", "squad", "embed", "pretrain")
 SEQ = 24
 BATCH = 8
@@ -131,17 +133,6 @@ def init(root: Path) -> None:
         _new_model(kind, encoder_dir).save(str(root / kind))
 
 
-class _StepLosses(keras.callbacks.Callback):
-    """Each training step's running loss, in order."""
-
-    def __init__(self):
-        super().__init__()
-        self.losses: list[float] = []
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.losses.append(float(logs["loss"]))
-
-
 def requests(kind: str, x) -> list:
     """The inputs the trained models answer: 8 of the training inputs (texts for the
     embedder, masked texts for the pretrainer)."""
@@ -180,7 +171,7 @@ def fit(root: Path, kinds: list[str], xla: bool, accumulation: int,
     results = {}
     for kind in kinds:
         x, y = _data(kind, root)
-        steps = _StepLosses()
+        steps = StepLosses()
         begin = time.perf_counter()
         if kind == "pretrain":
             model = TextPretrainer.from_pretrained(str(root / kind), seq_length=SEQ,
@@ -204,22 +195,6 @@ def fit(root: Path, kinds: list[str], xla: bool, accumulation: int,
     return results
 
 
-class _Killed(Exception):
-    pass
-
-
-class _KillAt(keras.callbacks.Callback):
-    """Stops training (as a kill would) once the optimizer has taken `step` steps."""
-
-    def __init__(self, step: int):
-        super().__init__()
-        self.step = step
-
-    def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.optimizer.iterations.numpy()) == self.step:
-            raise _Killed
-
-
 def resume(root: Path) -> float:
     """The classifier fitted whole, and killed after step 5 (its last checkpoint: step 4)
     then fitted again from the same directory: the largest difference between the two
@@ -240,9 +215,9 @@ def resume(root: Path) -> float:
     resumable = dict(checkpoint_dir=str(root / f"resume-{keras.backend.backend()}"),
                      checkpoint_steps=2, **fit)
     try:
-        fresh().fit(x, y, callbacks=[_KillAt(5)], **resumable)
+        fresh().fit(x, y, callbacks=[KillAt(5)], **resumable)
         raise AssertionError("the kill did not stop the fit")
-    except _Killed:
+    except Killed:
         pass
     resumed = fresh()
     resumed.fit(x, y, **resumable)

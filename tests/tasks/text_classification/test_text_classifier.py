@@ -20,6 +20,7 @@ from keras_bert.jobs.finetune import FinetuneJob, run_finetuning
 from keras_bert.tasks.task_dir import read_task_dir
 from keras_bert.tasks.task_model import TextTaskModel
 from tests.jobs.test_finetune import FILLER
+from tests.support.callbacks import KillAt, Killed
 
 LABELS = ["other", "whale"]
 SEQ = 24
@@ -198,22 +199,6 @@ def test_bad_construction_gets_one_clear_error(model_dir):
         TextRegressor.from_pretrained(model_dir, labels=LABELS)
 
 
-class _Killed(Exception):
-    pass
-
-
-class _KillAt(keras.callbacks.Callback):
-    """Stops training (as a kill would) once the optimizer has taken `step` steps."""
-
-    def __init__(self, step: int):
-        super().__init__()
-        self.step = step
-
-    def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.optimizer.iterations.numpy()) == self.step:
-            raise _Killed
-
-
 @pytest.mark.slow
 def test_interrupted_fit_resumes_to_the_uninterrupted_weights(model_dir, tmp_path):
     texts, labels = _sentences(5, 48)  # 3 batches of 16: 6 steps in 2 epochs
@@ -229,8 +214,8 @@ def test_interrupted_fit_resumes_to_the_uninterrupted_weights(model_dir, tmp_pat
     whole = fresh()
     whole.fit(texts, labels, **fit)
     resumable = dict(checkpoint_dir=str(tmp_path / "ckpt"), checkpoint_steps=2, **fit)
-    with pytest.raises(_Killed):  # killed after step 5: the last checkpoint is step 4
-        fresh().fit(texts, labels, callbacks=[_KillAt(5)], **resumable)
+    with pytest.raises(Killed):  # killed after step 5: the last checkpoint is step 4
+        fresh().fit(texts, labels, callbacks=[KillAt(5)], **resumable)
     resumed = fresh()
     history = resumed.fit(texts, labels, **resumable)
     assert int(resumed.optimizer.iterations.numpy()) == 6
