@@ -43,7 +43,8 @@ def preset(keras_hub, tmp_path_factory):
     (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=len(VOCAB), num_layers=2, num_heads=2, hidden_dim=64,
-        intermediate_dim=128, max_sequence_length=32)
+        intermediate_dim=128, max_sequence_length=32,
+        name="bert_backbone")  # as keras-hub names a preset's backbone in a fresh process
     rng = np.random.default_rng(0)
     for v in backbone.weights:
         v.assign(rng.normal(0, 0.2, v.shape).astype("float32") + ("gamma" in v.path))
