@@ -4,9 +4,9 @@ A SavedModel's `serving_default` reads text with `BertTokenizer`, whose regular
 expressions, lookup tables and Unicode ops are core TensorFlow ops LiteRT has no kernels
 for. This module keeps what LiteRT can run:
 
-- tokenizing: TF Text's `FastBertTokenizer` (its `FastBertNormalize` and
-  `FastWordpieceTokenizeWithOffsets` ops have TFLite kernels, registered from
-  `tensorflow_text.tflite_registrar`); see `litert_rules.py` for where its rules and ours
+- tokenizing: TF Text's `FastBertNormalize` and `FastWordpieceTokenizeWithOffsets`
+  (`litert_text.LiteRTTokenizer`; their TFLite kernels are registered from
+  `tensorflow_text.tflite_registrar`); docs/litert.md measures where its rules and ours
   part;
 - packing: `[CLS] ids [SEP]` into a fixed `[batch, max_length]` buffer with builtin ops
   (`RaggedTensorToTensor`, TF Text's, truncates to the buffer's width);
@@ -22,27 +22,20 @@ for. This module keeps what LiteRT can run:
 Signatures, as the SavedModel's: `serving_default` (`text`), `serve_ids` (the three id
 tensors, any length; longer than `max_length` is cut there) and
 `preprocess` (`text` -> the three id tensors, cut to the longest packed row).
+
+The kinds whose answers are spans of the text (the tagger, span QA) subclass it in their
+folders (`litert.py`): their text signatures read words and windows
+(`litert_text.py`); `serve_ids` is this one. A kind's `ServingModule.litert_graph` says
+which graph it takes, or why it takes none.
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
+from keras_bert.export.litert_text import LiteRTTokenizer
 from keras_bert.models.encoder import INPUT_NAMES
-
-
-def fast_bert_tokenizer(tokenizer) -> tf_text.FastBertTokenizer:
-    """The TFLite-capable tokenizer closest to `tokenizer` (a `BertTokenizer`): its
-    vocabulary and casing, and its rules' word limit, counted in bytes (after
-    normalisation) where the rules count characters."""
-    from keras_bert.text.rules import tokenizer_rules
-
-    return tf_text.FastBertTokenizer(
-        tokenizer.vocab, token_out_type=tf.int32, unknown_token="[UNK]",
-        max_bytes_per_word=tokenizer_rules(tokenizer.rules).max_chars_per_word,
-        lower_case_nfd_strip_accents=tokenizer.lower_case)
 
 
 class LiteRTGraph(tf.Module):
@@ -50,13 +43,16 @@ class LiteRTGraph(tf.Module):
     texts, truncated reading); texts longer than its `max_length` are truncated, as the
     SavedModel truncates them."""
 
+    # The string inputs of `serving_default` and `preprocess`, in the SavedModel's order.
+    text_inputs: tuple[str, ...] = ("text",)
+
     def __init__(self, module):
         super().__init__(name="litert")
         tokenizer = module.tokenizer
         self.outputs_fn = module.outputs_fn
         self.max_length = int(module.preprocessor.max_length)
         self.cls_id, self.sep_id, self.pad_id = tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id
-        self.fast_tokenizer = fast_bert_tokenizer(tokenizer)
+        self.tokenizer = LiteRTTokenizer(tokenizer)
         self.network = frozen_network(module.model)  # eagerly, before any signature traces
 
     # ------------------------------------------------------------------ signatures
@@ -85,7 +81,7 @@ class LiteRTGraph(tf.Module):
         """`{signature name: concrete function}`: `serve_ids`, and with `text` the two
         signatures that take strings."""
         ids = [tf.TensorSpec([None, None], tf.int32, name=n) for n in INPUT_NAMES]
-        strings = [tf.TensorSpec([None], tf.string, name="text")]
+        strings = [tf.TensorSpec([None], tf.string, name=n) for n in self.text_inputs]
         made = {"serve_ids": (self.serve_ids, ids)}
         if text:
             made.update({"serving_default": (self.serving_default, strings),
@@ -96,7 +92,7 @@ class LiteRTGraph(tf.Module):
     # ------------------------------------------------------------------ internals
     def _pack(self, text):
         """Strings -> (`[batch, max_length]` packed ids, word pieces per text)."""
-        pieces = self.fast_tokenizer.tokenize(text)
+        pieces = self.tokenizer.tokenize(text)
         num_tokens = tf.cast(pieces.row_lengths(), tf.int32)
         kept = tf.minimum(num_tokens, self.max_length - 2)
         body = pieces.to_tensor(default_value=self.pad_id, shape=[None, self.max_length - 2])

@@ -146,6 +146,21 @@ class ServingModule:
         """Packed inputs -> the task's named outputs."""
         return self.outputs_fn(self.network(inputs), inputs)
 
+    def litert_graph(self):
+        """The graph of this module's LiteRT export (`keras_bert.export.litert_graph`):
+        each kind says here whether, and how, its export goes to LiteRT (the tagger and
+        span QA override it); one `ValueError` line naming what LiteRT cannot read."""
+        from keras_bert.export.litert_graph import LiteRTGraph
+
+        if self.pair:
+            raise ValueError("the model reads sentence pairs (text, text_b); the LiteRT "
+                             "export takes single texts")
+        if self.reading.windowed:
+            raise ValueError("the model reads long texts in windows; the LiteRT export "
+                             "truncates: re-save it with truncated reading, or export a "
+                             "SavedModel")
+        return LiteRTGraph(self)
+
     def text_endpoint(self) -> Endpoint:
         """`serving_default`: `text` (and `text_b`) strings -> the task's outputs.
 

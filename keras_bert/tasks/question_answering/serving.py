@@ -60,18 +60,20 @@ def best_spans(start_logits, end_logits, context_begin, context_end, n_best: int
       (float32 `[batch]`, finite: the null score when "no answer" wins, 0 when no span is
       possible) and `has_answer` (bool `[batch]`).
     """
+    # New axes by expand_dims / reshape, not `[:, :, None]`: LiteRT (the LiteRT export runs
+    # this function too) has no kernel for a new-axis slice of a dynamic length.
     k = tf.minimum(n_best, tf.shape(start_logits)[1])
     top_start = tf.math.top_k(start_logits, k)
     top_end = tf.math.top_k(end_logits, k)
-    starts = tf.cast(top_start.indices, tf.int64)[:, :, None]
-    ends = tf.cast(top_end.indices, tf.int64)[:, None, :]
-    begin = tf.cast(context_begin, tf.int64)[:, None, None]
-    end = tf.cast(context_end, tf.int64)[:, None, None]
+    starts = tf.expand_dims(tf.cast(top_start.indices, tf.int64), 2)
+    ends = tf.expand_dims(tf.cast(top_end.indices, tf.int64), 1)
+    begin = tf.reshape(tf.cast(context_begin, tf.int64), [-1, 1, 1])
+    end = tf.reshape(tf.cast(context_end, tf.int64), [-1, 1, 1])
     valid = ((starts >= begin) & (starts < end) & (ends >= begin) & (ends < end)
              & (ends >= starts) & (ends - starts + 1 <= max_answer_length))
     if start_mask is not None:
-        valid &= tf.gather(start_mask, top_start.indices, batch_dims=1)[:, :, None]
-    scores = top_start.values[:, :, None] + top_end.values[:, None, :]
+        valid &= tf.expand_dims(tf.gather(start_mask, top_start.indices, batch_dims=1), 2)
+    scores = tf.expand_dims(top_start.values, 2) + tf.expand_dims(top_end.values, 1)
     batch = tf.shape(scores)[0]
     flat_scores = tf.reshape(tf.where(valid, scores, -float("inf")), [batch, -1])
     best = tf.argmax(flat_scores, axis=-1, output_type=tf.int32)  # first of equals
@@ -193,6 +195,12 @@ class QuestionAnswererServing(ServingModule):
                                      tf.maximum(end - start, 0), unit="BYTE")
         return {"answer": tf.where(answered, text, ""), "start": start, "end": end,
                 "score": score, "has_answer": answered}
+
+    def litert_graph(self):
+        """The LiteRT export's graph: windows and decoding from TFLite ops (`litert.py`)."""
+        from keras_bert.tasks.question_answering.litert import AnswerGraph
+
+        return AnswerGraph(self)
 
     def warmup_inputs(self, texts):
         """A warmup request: `texts` as contexts, each with the same short question."""

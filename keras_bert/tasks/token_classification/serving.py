@@ -113,6 +113,13 @@ class TokenClassifierServing(ServingModule):
                     "end_offsets": words["ends"].to_tensor(offset_pad),
                     "num_words": tf.cast(splits[1:] - splits[:-1], tf.int32)}
 
+    def litert_graph(self):
+        """The LiteRT export's graph: words, windows and labels from TFLite ops
+        (`litert.py`)."""
+        from keras_bert.tasks.token_classification.litert import TaggerGraph
+
+        return TaggerGraph(self)
+
     def text_endpoint(self):
         """`serving_default`: `text` -> word-level labels."""
         return self.tag, [tf.TensorSpec([None], tf.string, name="text")]
