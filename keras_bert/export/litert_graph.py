@@ -36,34 +36,37 @@ from tensorflow.python.framework.convert_to_constants import convert_variables_t
 
 from keras_bert.export.litert_text import LiteRTTokenizer
 from keras_bert.models.encoder import INPUT_NAMES
+from keras_bert.text.packer import BertPacker
 
 
 class LiteRTGraph(tf.Module):
     """The LiteRT export's functions for a sentence-level `ServingModule` `module` (single
-    texts, truncated reading); texts longer than its `max_length` are truncated, as the
-    SavedModel truncates them."""
+    texts, or with `pair` sentence pairs; truncated reading); texts longer than its
+    `max_length` are truncated, as the SavedModel truncates them."""
 
     # The string inputs of `serving_default` and `preprocess`, in the SavedModel's order.
     text_inputs: tuple[str, ...] = ("text",)
 
-    def __init__(self, module):
+    def __init__(self, module, pair: bool = False):
         super().__init__(name="litert")
         tokenizer = module.tokenizer
         self.outputs_fn = module.outputs_fn
         self.max_length = int(module.preprocessor.max_length)
         self.cls_id, self.sep_id, self.pad_id = tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id
         self.tokenizer = LiteRTTokenizer(tokenizer)
+        if pair:
+            self.text_inputs = ("text", "text_b")
         self.network = frozen_network(module.model)  # eagerly, before any signature traces
 
     # ------------------------------------------------------------------ signatures
-    def serving_default(self, text):
-        """`[batch]` strings -> the task's outputs and `num_tokens`, `num_windows`,
-        `truncated`, as the SavedModel's `serving_default`."""
-        packed, num_tokens = self._pack(text)
+    def serving_default(self, *texts):
+        """`[batch]` strings (`text`, and `text_b` for pairs) -> the task's outputs and
+        `num_tokens`, `num_windows`, `truncated`, as the SavedModel's `serving_default`."""
+        packed, num_tokens = self._pack(*texts)
         outputs = self.outputs_fn(self.network(_cut(packed, _longest(packed))), packed)
         ones = tf.ones_like(num_tokens)
         return {**outputs, "num_tokens": num_tokens, "num_windows": ones,
-                "truncated": num_tokens > self.max_length - 2}
+                "truncated": num_tokens > self.max_length - 1 - len(texts)}
 
     def serve_ids(self, input_word_ids, input_mask, input_type_ids):
         """The three id tensors `[batch, length]` -> the task's outputs, the network run at
@@ -72,9 +75,9 @@ class LiteRTGraph(tf.Module):
                       "input_type_ids": input_type_ids}, self.max_length)
         return self.outputs_fn(self.network(given), given)
 
-    def preprocess(self, text):
+    def preprocess(self, *texts):
         """`[batch]` strings -> the three id tensors, as wide as the longest packed row."""
-        packed, _ = self._pack(text)
+        packed, _ = self._pack(*texts)
         return _cut(packed, _longest(packed))
 
     def functions(self, text: bool = True) -> dict[str, tf.types.experimental.ConcreteFunction]:
@@ -90,8 +93,10 @@ class LiteRTGraph(tf.Module):
                 .get_concrete_function() for name, (fn, specs) in made.items()}
 
     # ------------------------------------------------------------------ internals
-    def _pack(self, text):
+    def _pack(self, text, text_b=None):
         """Strings -> (`[batch, max_length]` packed ids, word pieces per text)."""
+        if text_b is not None:
+            return self._pack_pairs(text, text_b)
         pieces = self.tokenizer.tokenize(text)
         num_tokens = tf.cast(pieces.row_lengths(), tf.int32)
         kept = tf.minimum(num_tokens, self.max_length - 2)
@@ -105,6 +110,16 @@ class LiteRTGraph(tf.Module):
         mask = tf.cast(position < kept[:, None] + 2, tf.int32)
         return {"input_word_ids": words, "input_mask": mask,
                 "input_type_ids": tf.zeros_like(words)}, num_tokens
+
+
+    def _pack_pairs(self, text, text_b):
+        """Pairs -> (`[batch, longest]` packed ids, word pieces of both texts): BERT's
+        longest-first truncation and layout, by the SavedModel's own packer."""
+        segments = [self.tokenizer.tokenize(t) for t in (text, text_b)]
+        packer = BertPacker(None, self.cls_id, self.sep_id, self.pad_id,
+                            max_length=self.max_length)
+        num_tokens = tf.add_n([tf.cast(s.row_lengths(), tf.int32) for s in segments])
+        return packer(segments), num_tokens
 
 
 def _longest(packed: dict):

@@ -112,6 +112,10 @@ class LiteRTModel:
         if sorted(inputs) != expected:
             raise ValueError(f"{signature} takes {', '.join(expected)}, got "
                              f"{', '.join(sorted(inputs)) or 'nothing'}")
+        rows = {name: np.shape(value)[0] for name, value in inputs.items() if np.ndim(value)}
+        if len(set(rows.values())) > 1:  # the graph would read the shortest, silently
+            raise ValueError(f"{signature}'s inputs must have as many rows each, got "
+                             + ", ".join(f"{n} {name}" for name, n in sorted(rows.items())))
         if signature not in self._runners:
             self._runners[signature] = self.interpreter.get_signature_runner(signature)
         return self._runners[signature](**inputs)
@@ -138,9 +142,6 @@ class LiteRTModel:
                             f"({', '.join(names)}), got {len(texts)}")
         arrays = {name: text_array(value) for name, value in
                   (zip(names, texts, strict=True) if texts else named.items())}
-        if len({len(value) for value in arrays.values()}) > 1:
-            counts = ", ".join(f"{len(v)} {k}" for k, v in arrays.items())
-            raise ValueError(f"one string per row in each text input, got {counts}")
         return self.run("serving_default", **arrays)
 
     def predict(self, *texts, **named) -> list[dict]:

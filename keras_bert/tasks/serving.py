@@ -152,14 +152,11 @@ class ServingModule:
         span QA override it); one `ValueError` line naming what LiteRT cannot read."""
         from keras_bert.export.litert_graph import LiteRTGraph
 
-        if self.pair:
-            raise ValueError("the model reads sentence pairs (text, text_b); the LiteRT "
-                             "export takes single texts")
         if self.reading.windowed:
             raise ValueError("the model reads long texts in windows; the LiteRT export "
                              "truncates: re-save it with truncated reading, or export a "
                              "SavedModel")
-        return LiteRTGraph(self)
+        return LiteRTGraph(self, pair=self.pair)
 
     def text_endpoint(self) -> Endpoint:
         """`serving_default`: `text` (and `text_b`) strings -> the task's outputs.

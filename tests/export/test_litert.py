@@ -182,20 +182,23 @@ def test_ids_only_file(classifier, tmp_path):
 
 
 # ----------------------------------------------------------------------------- bad input
-def test_refuses_what_the_format_cannot_hold(tmp_path):
-    tagger = make_tiny_task_dir(tmp_path / "tag", {"kind": "tag", "seq_length": 16},
-                                ["B", "I", "O"])
-    with pytest.raises(ValueError, match="spans of the input text"):
-        export_model(tagger, str(tmp_path / "a"), format="litert", tokenizer="fast-bert")
-    pair = make_tiny_task_dir(tmp_path / "pair", {"kind": "classify", "seq_length": 16,
-                                                  "pair": True}, ["a", "b"])
-    with pytest.raises(ValueError, match="sentence pairs"):
-        export_model(pair, str(tmp_path / "b"), format="litert", tokenizer="fast-bert")
+def test_refuses_what_the_format_cannot_hold(tmp_path, capsys):
+    windowed = make_tiny_task_dir(tmp_path / "win", {
+        "kind": "classify", "seq_length": 16, "long_text": {"mode": "windows"}}, ["a", "b"])
+    with pytest.raises(ValueError, match="a TextClassifier cannot be exported to LiteRT: "
+                                         "the model reads long texts in windows") as raised:
+        export_model(windowed, str(tmp_path / "a"), format="litert", tokenizer="fast-bert")
+    assert "\n" not in str(raised.value)
     with pytest.raises(ValueError, match="neither Google's nor Hugging Face's"):
-        export_model(pair, str(tmp_path / "c"), format="litert")
+        export_model(windowed, str(tmp_path / "c"), format="litert")
     with pytest.raises(ValueError, match="xla: not an option of the LiteRT export"):
-        export_model(pair, str(tmp_path / "d"), format="litert", tokenizer="none", xla=True)
-    assert not any(p.exists() for p in (tmp_path / "a", tmp_path / "b"))
+        export_model(windowed, str(tmp_path / "d"), format="litert", tokenizer="none", xla=True)
+    assert not any(p.exists() for p in (tmp_path / "a", tmp_path / "c", tmp_path / "d"))
+    code = main(["export", windowed, str(tmp_path / "e"), "--format", "litert",
+                 "--litert-tokenizer", "fast-bert"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and err.count("\n") == 0 and "reads long texts in windows" in err, err
+    assert not (tmp_path / "e").exists()
 
 
 def test_cli_refusal_is_one_line(classifier, tmp_path, capsys):
