@@ -301,3 +301,28 @@ def test_int8_span_qa_keeps_the_answers_and_em_f1(model_dir, tmp_path):
             out["answer"], gold, strict=True)]) for q, out in got.items()}
         assert abs(score["int8"] - score["none"]) <= 1.0, (metric.__name__, score)
         assert score["none"] >= 75, (metric.__name__, score)
+
+
+# --------------------------------------------------------------------------------- docs
+def test_the_pages_tagger_and_qa_blocks_run(tagger, answerer, tmp_path):
+    """docs/litert.md's ```py blocks (the tagger and span QA; `tests/test_readme.py` runs
+    the ```python blocks on a classifier) run as printed on a tagger at `TAGGER_DIR/1` and
+    span QA at `QA_DIR/1`, and print what their comments say."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "docs", "litert.md"), encoding="utf-8") as f:
+        blocks = re.findall(r"^```py\n(.*?)^```", f.read(), flags=re.S | re.M)
+    assert len(blocks) == 2
+    for name, (_, lite) in (("TAGGER_DIR", tagger), ("QA_DIR", answerer)):
+        shutil.copytree(lite, tmp_path / name / "1")
+    for block in blocks:
+        done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "PYTHONPATH": root})
+        assert done.returncode == 0, done.stderr[-3000:]
+        for promised in re.findall(r"print\(.*\)\s+#\s*(.+)$", block, flags=re.M):
+            assert promised.strip() in done.stdout, (promised, done.stdout)
