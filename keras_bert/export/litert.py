@@ -8,11 +8,11 @@ the file carries in its flatbuffer metadata under `keras_bert`), `labels.txt` an
 is loaded back in LiteRT's interpreter, with TF Text's kernels registered, and answers the
 warmup texts before the version appears (`litert_runtime.LiteRTModel`).
 
-What the format cannot hold is refused with one line naming it: the tagger and span QA
-(their answers are spans of the input text, built from byte offsets and word boundaries
-that this export does not rebuild from TF Text's TFLite ops), sentence pairs, texts read in
-windows, and a tokenizer the file cannot reproduce. LiteRT's only WordPiece tokenizer is TF
-Text's `FastBertTokenizer`, which follows neither Google's nor Hugging Face's rules on
+Every kind goes: each kind's `ServingModule.litert_graph` gives the graph of its export
+(sentence-level: `litert_graph.py`, `litert_windows.py`; the tagger and span QA: their
+folders' `litert.py`, over `litert_text.py`'s steps). What the format cannot hold is
+refused with one line naming it: a tokenizer the file cannot reproduce. LiteRT's only
+WordPiece tokenizer is TF Text's `FastBertTokenizer`, which follows neither Google's nor Hugging Face's rules on
 every string (`docs/litert.md` lists the measured classes): the export refuses to put it
 in the file unless asked to (`tokenizer="fast-bert"`), and `tokenizer="none"` writes a
 file that takes token ids (`serve_ids` only), to be fed by the model's own tokenizer.
@@ -54,8 +54,8 @@ def write_litert(model, base_dir: str, version: int | None = None,
                  max_length: int | None = None, quantize: str = "none",
                  tokenizer: str | None = None,
                  pooling: str | None = None) -> ExportedLiteRT:
-    """Writes `model` (a sentence-level `TextTaskModel`: classifier, multi-label classifier,
-    regressor, embedder) as version `version` (default: the next) under `base_dir`.
+    """Writes `model` (a `TextTaskModel` of any kind) as version `version` (default: the
+    next) under `base_dir`.
 
     `max_length`: the longest packed text (default: the model's training length); longer
     texts are truncated, as the SavedModel truncates them. `quantize`: `none` (float32),

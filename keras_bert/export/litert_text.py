@@ -153,6 +153,32 @@ def padded(values, splits, pad) -> tf.Tensor:
                      index)
 
 
+def pack(segments: list[tuple], cls_id: int, sep_id: int, pad_id: int) -> dict:
+    """The three id tensors of rows `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]` (type ids 1
+    from `b` on), padded to the longest row; each segment `(values, first, length)`: row
+    `r` reads `values[first[r]:first[r] + length[r]]`."""
+    total = 1 + tf.add_n([length + 1 for _, _, length in segments])
+    column = tf.range(tf.reduce_max(tf.concat([total, [0]], 0)))[None, :]
+    words = tf.fill(tf.shape(column + total[:, None]), pad_id)
+    types = tf.zeros_like(words)
+    start = tf.ones_like(total)
+    for index, (values, first, length) in enumerate(segments):
+        offset = column - start[:, None]
+        inside = (offset >= 0) & (offset < length[:, None])
+        known = tf.concat([values, [pad_id]], 0)
+        words = tf.where(inside, tf.gather(known, tf.where(inside, first[:, None] + offset,
+                                                           tf.size(values))), words)
+        is_sep = tf.equal(offset, length[:, None])
+        words = tf.where(is_sep, sep_id, words)
+        if index:
+            types = tf.where(inside | is_sep, index, types)
+        start += length + 1
+    # Masks by a where, not a cast of the bools: the converter folds the encoder's check of
+    # the type ids into a zeros_like of bools, which LiteRT lacks.
+    return {"input_word_ids": tf.where(column == 0, cls_id, words),
+            "input_mask": tf.where(column < total[:, None], 1, 0), "input_type_ids": types}
+
+
 @dataclasses.dataclass(frozen=True)
 class DenseWindows:
     """`keras_bert.text.doc_windows.Windows` in int32, from builtin ops: per window its

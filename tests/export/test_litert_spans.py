@@ -1,4 +1,5 @@
-"""The tagger's and span QA's LiteRT exports, run in `ai-edge-litert`'s interpreter with TF
+"""The LiteRT exports whose graphs read more than one packed row per text (the tagger, span
+QA, sentence pairs, texts read in windows), run in `ai-edge-litert`'s interpreter with TF
 Text's TFLite kernels, against the same model's SavedModel run through TF Serving's loader
 (`SessionBundle`), on held-out text: the corpus lines and the tokenizer's hard cases of
 `test_litert.py`, an empty text, 100,000 characters, non-ASCII, texts at the window length
@@ -11,6 +12,8 @@ offsets equal, scores within 1e-4. Where it does not (the tokenizer difference
 tokenizer is still equal (the words and their offsets) and the network and decoding are
 checked on the file's own ids through both exports' `serve_ids`.
 """
+
+import functools
 
 import numpy as np
 import pytest
@@ -176,6 +179,20 @@ def test_span_answers_a_batch_as_alone(answerer):
 
 
 # ------------------------------------------------------------------------ sentence pairs
+@functools.cache
+def _tokenizers() -> tuple:
+    """The file's tokenizer and the SavedModel's (the test models' vocabulary, uncased)."""
+    ours = BertTokenizer(uncased_vocab_path(), lower_case=True)
+    return LiteRTTokenizer(ours), ours
+
+
+def _piece_counts(request: dict) -> tuple[int, int]:
+    """The word pieces of a pair's two texts, by the file's tokenizer and the SavedModel's."""
+    texts = tf.constant(request["text"] + request["text_b"])
+    return tuple(int(tf.reduce_sum(t.tokenize(texts).row_lengths())) for t in _tokenizers())
+
+
+
 def test_sentence_pairs_answer_as_the_saved_model(tmp_path):
     saved, lite = _exports(tmp_path, {"kind": "classify", "seq_length": 32, "pair": True},
                            ["entails", "neutral"])
@@ -184,17 +201,39 @@ def test_sentence_pairs_answer_as_the_saved_model(tmp_path):
     requests = ([{"text": [a], "text_b": [b]} for a, b in zip(lines, lines[1:] + [""],
                                                               strict=True)]
                 + [{"text": [h], "text_b": ["Call me Ishmael."]} for h in HARD_CASES])
-    ours = BertTokenizer(uncased_vocab_path(), lower_case=True)
-    theirs = LiteRTTokenizer(ours)
-
-    def counts(request):  # word pieces of both texts, by each tokenizer
-        texts = tf.constant(request["text"] + request["text_b"])
-        return tuple(int(tf.reduce_sum(t.tokenize(texts).row_lengths()))
-                     for t in (theirs, ours))
-
-    differ = compare(saved, lite, requests, counts=counts)
+    differ = compare(saved, lite, requests, counts=_piece_counts)
     assert set(differ) <= set(range(len(lines), len(requests))), differ
     assert len(differ) <= 15
+
+
+# --------------------------------------------------------------- texts read in windows
+@pytest.mark.parametrize("task,labels", [
+    ({"kind": "classify", "seq_length": 16,
+      "long_text": {"mode": "windows", "max_windows": 3}}, ["fresh", "rotten"]),
+    ({"kind": "classify", "seq_length": 16, "pair": True,
+      "long_text": {"mode": "windows", "aggregate": "max"}}, ["entails", "neutral"]),
+    ({"kind": "regress", "seq_length": 16,
+      "long_text": {"mode": "windows", "aggregate": "first", "doc_stride": 3}}, None),
+    ({"kind": "embed", "seq_length": 16, "long_text": {"mode": "windows"}}, None)])
+def test_windowed_reading_answers_as_the_saved_model(tmp_path, task, labels):
+    """Sentence-level models reading long texts in windows (mean of at most 3 windows;
+    pairs, max; the first window; the embedder's mean weighted by pieces): answers, what
+    was read (`num_tokens`, `num_windows`, `truncated`) and the windows' ids equal."""
+    saved, lite = _exports(tmp_path, task, labels)
+    texts = held_out_texts()[::3] + _limit_texts(14)
+    second = texts[::-1] if task.get("pair") else None
+    requests = [{"text": [t], **({"text_b": [second[i]]} if second else {})}
+                for i, t in enumerate(texts)]
+    differ = compare(saved, lite, requests, counts=_piece_counts if second else None)
+    plain = [i for i, t in enumerate(texts) if t not in HARD_CASES and not (
+        second and second[i] in HARD_CASES)]
+    assert not set(differ) & set(plain) and len(differ) <= 15, differ
+    batch = {"text": texts, **({"text_b": second} if second else {})}
+    with LiteRTModel(lite) as model, SessionBundle(saved) as bundle:
+        got = model(**batch)
+        want = bundle.run("serving_default", {k: _strings(v) for k, v in batch.items()})
+    _assert_equal({k: v[plain] for k, v in got.items()},
+                  {k: v[plain] for k, v in want.items()})
 
 
 # ---------------------------------------------------------------------------- bad input

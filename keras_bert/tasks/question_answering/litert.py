@@ -17,7 +17,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from keras_bert.export.litert_graph import LiteRTGraph
-from keras_bert.export.litert_text import ContextRanks, cut, windows
+from keras_bert.export.litert_text import ContextRanks, cut, pack, windows
 from keras_bert.tasks.question_answering.serving import NO_ANSWER, NO_SPAN_SCORE, best_spans
 
 
@@ -92,8 +92,8 @@ class AnswerGraph(LiteRTGraph):
         asked = tf.gather(query_length, win.example)
         begin = asked + 2
         first = tf.gather(splits, win.example) + win.start
-        inputs = self._pack(query.values, tf.gather(query_splits, win.example), asked,
-                            ids, first, begin, win.length)
+        inputs = pack([(query.values, tf.gather(query_splits, win.example), asked),
+                       (ids, first, win.length)], self.cls_id, self.sep_id, self.pad_id)
         # Whether each column is a context piece whose max-context window is this one.
         column = tf.range(tf.shape(inputs["input_word_ids"])[1])[None, :] - begin[:, None]
         step = tf.minimum(room, self.doc_stride)
@@ -105,27 +105,3 @@ class AnswerGraph(LiteRTGraph):
                        & tf.equal(best, win.index[:, None]))
         return {"inputs": inputs, "windows": win, "begin": begin, "first": first,
                 "max_context": max_context, "starts": starts, "ends": ends}
-
-    def _pack(self, query, query_first, asked, ids, first, begin, length) -> dict:
-        """`[CLS] query [SEP] ids[first:first + length] [SEP]` per window (type ids 1 from
-        the context on), padded to the longest."""
-        width = tf.reduce_max(tf.concat([begin + length + 1, [0]], 0))
-        column = tf.range(width)[None, :]
-        in_query = (column >= 1) & (column <= asked[:, None])
-        in_context = (column >= begin[:, None]) & (column < (begin + length)[:, None])
-        words = tf.fill(tf.shape(in_query), self.pad_id)
-        for inside, values, source in (
-                (in_query, query, query_first[:, None] + column - 1),
-                (in_context, ids, first[:, None] + column - begin[:, None])):
-            known = tf.concat([values, [self.pad_id]], 0)
-            words = tf.where(inside, tf.gather(known, tf.where(inside, source, tf.size(values))),
-                             words)
-        last = (begin + length)[:, None]
-        words = tf.where((column == asked[:, None] + 1) | (column == last), self.sep_id, words)
-        words = tf.where(column == 0, self.cls_id, words)
-        return {"input_word_ids": words,
-                "input_mask": tf.cast(column <= last, tf.int32),
-                # (a where, not a cast of the bool: the converter folds the encoder's
-                # check of the type ids into a zeros_like of bools, which LiteRT lacks)
-                "input_type_ids": tf.where((column >= begin[:, None]) & (column <= last),
-                                           1, 0)}

@@ -16,7 +16,15 @@ from __future__ import annotations
 import tensorflow as tf
 
 from keras_bert.export.litert_graph import LiteRTGraph
-from keras_bert.export.litert_text import ContextRanks, cut, padded, row_ids, split_words, windows
+from keras_bert.export.litert_text import (
+    ContextRanks,
+    cut,
+    pack,
+    padded,
+    row_ids,
+    split_words,
+    windows,
+)
 from keras_bert.tasks.serving import float_logits
 from keras_bert.tasks.token_classification.serving import PAD_ID, PAD_OFFSET, PAD_SCORE
 
@@ -69,8 +77,8 @@ class TaggerGraph(LiteRTGraph):
         num_pieces = text_splits[1:] - text_splits[:-1]
         room = tf.fill(tf.shape(num_pieces), self.room)
         read = windows(num_pieces, room, self.doc_stride)
-        inputs = self._pack(ids, tf.gather(text_splits, read.example) + read.start,
-                            read.length)
+        inputs = pack([(ids, tf.gather(text_splits, read.example) + read.start, read.length)],
+                      self.cls_id, self.sep_id, self.pad_id)
         # Each word's first piece: its position in its text, its window and column there.
         word_text = row_ids(word_splits[1:] - word_splits[:-1])
         position = piece_splits[:-1] - tf.gather(text_splits, word_text)
@@ -95,16 +103,3 @@ class TaggerGraph(LiteRTGraph):
         source = tf.where(k < tf.gather(found, word), tf.gather(splits, word) + k,
                           tf.size(pieces.values))
         return tf.gather(values, source), new_splits
-
-    def _pack(self, ids, first, length) -> dict:
-        """`[CLS] ids[first:first + length] [SEP]` per window, padded to the longest."""
-        width = tf.reduce_max(tf.concat([length, [0]], 0)) + 2
-        column = tf.range(width)[None, :]
-        inside = (column >= 1) & (column <= length[:, None])
-        values = tf.concat([ids, [self.pad_id]], 0)
-        words = tf.gather(values, tf.where(inside, first[:, None] + column - 1, tf.size(ids)))
-        words = tf.where(column == length[:, None] + 1, self.sep_id, words)
-        words = tf.where(column == 0, self.cls_id, words)
-        return {"input_word_ids": words,
-                "input_mask": tf.cast(column < length[:, None] + 2, tf.int32),
-                "input_type_ids": tf.zeros_like(words)}
