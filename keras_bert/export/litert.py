@@ -10,12 +10,13 @@ warmup texts before the version appears (`litert_runtime.LiteRTModel`).
 
 Every kind goes: each kind's `ServingModule.litert_graph` gives the graph of its export
 (sentence-level: `litert_graph.py`, `litert_windows.py`; the tagger and span QA: their
-folders' `litert.py`, over `litert_text.py`'s steps). What the format cannot hold is
-refused with one line naming it: a tokenizer the file cannot reproduce. LiteRT's only
-WordPiece tokenizer is TF Text's `FastBertTokenizer`, which follows neither Google's nor Hugging Face's rules on
-every string (`docs/litert.md` lists the measured classes): the export refuses to put it
-in the file unless asked to (`tokenizer="fast-bert"`), and `tokenizer="none"` writes a
-file that takes token ids (`serve_ids` only), to be fed by the model's own tokenizer.
+folders' `litert_tagger.py` / `litert_answerer.py`, over `litert_text.py`'s steps). What
+the format cannot hold is refused with one line naming it: a tokenizer the file cannot
+reproduce. LiteRT's only WordPiece tokenizer is TF Text's `FastBertTokenizer`, which
+follows neither Google's nor Hugging Face's rules on every string (`docs/litert.md`
+lists the measured classes): the export refuses to put it in the file unless asked to
+(`tokenizer="fast-bert"`), and `tokenizer="none"` writes a file that takes token ids
+(`serve_ids` only), to be fed by the model's own tokenizer.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ for. This module keeps what LiteRT can run:
   `tensorflow_text.tflite_registrar`); docs/litert.md measures where its rules and ours
   part;
 - packing: `[CLS] ids [SEP]` into a fixed `[batch, max_length]` buffer with builtin ops
-  (`RaggedTensorToTensor`, TF Text's, truncates to the buffer's width);
+  (`RaggedTensorToTensor`, TF Text's, truncates to the buffer's width); sentence pairs by
+  the SavedModel's own `BertPacker` (longest-first truncation, builtin ops);
 - the network, once, traced for any length and run on `[:, :n]` of that buffer, `n` the
   longest packed row: the network computes at the text's own length, never at
   `max_length`. The interpreter sizes the network's tensors when `n` changes and keeps them
@@ -19,14 +20,15 @@ for. This module keeps what LiteRT can run:
   (one `IF` branch each) computed a 34-token text at 64 tokens;
 - the task's outputs, as the kind's `serving.py` makes them (label names included).
 
-Signatures, as the SavedModel's: `serving_default` (`text`), `serve_ids` (the three id
-tensors, any length; longer than `max_length` is cut there) and
-`preprocess` (`text` -> the three id tensors, cut to the longest packed row).
+Signatures, as the SavedModel's: `serving_default` (`text`, pairs also `text_b`),
+`serve_ids` (the three id tensors, any length; longer than `max_length` is cut there) and
+`preprocess` (the strings -> the three id tensors, cut to the longest packed row).
 
-The kinds whose answers are spans of the text (the tagger, span QA) subclass it in their
-folders (`litert.py`): their text signatures read words and windows
-(`litert_text.py`); `serve_ids` is this one. A kind's `ServingModule.litert_graph` says
-which graph it takes, or why it takes none.
+Graphs that read more than one row per text subclass it: texts read in windows
+(`litert_windows.py`), and the kinds whose answers are spans of the text, in their
+folders (`litert_tagger.py`, `litert_answerer.py`), over `litert_text.py`'s steps;
+`serve_ids` is this one. A kind's `ServingModule.litert_graph` says which graph it
+takes.
 """
 
 from __future__ import annotations

@@ -33,12 +33,15 @@ import tensorflow as tf
 
 from keras_bert.tasks.serving import ServingModule, float_logits
 from keras_bert.tasks.token_classification.word_windows import (
+    PAD_ID,
+    PAD_LABEL,
+    PAD_OFFSET,
+    PAD_SCORE,
     split_words,
     tokenize_words,
     word_windows,
 )
 
-PAD_LABEL, PAD_ID, PAD_SCORE, PAD_OFFSET = "", -1, 0.0, -1
 _INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
@@ -115,8 +118,8 @@ class TokenClassifierServing(ServingModule):
 
     def litert_graph(self):
         """The LiteRT export's graph: words, windows and labels from TFLite ops
-        (`litert.py`)."""
-        from keras_bert.tasks.token_classification.litert import TaggerGraph
+        (`litert_tagger.py`)."""
+        from keras_bert.tasks.token_classification.litert_tagger import TaggerGraph
 
         return TaggerGraph(self)
 

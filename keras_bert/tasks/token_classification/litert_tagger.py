@@ -26,7 +26,7 @@ from keras_bert.export.litert_text import (
     windows,
 )
 from keras_bert.tasks.serving import float_logits
-from keras_bert.tasks.token_classification.serving import PAD_ID, PAD_OFFSET, PAD_SCORE
+from keras_bert.tasks.token_classification.word_windows import PAD_ID, PAD_OFFSET, PAD_SCORE
 
 
 class TaggerGraph(LiteRTGraph):

@@ -18,7 +18,11 @@ import tensorflow as tf
 
 from keras_bert.export.litert_graph import LiteRTGraph
 from keras_bert.export.litert_text import ContextRanks, cut, pack, windows
-from keras_bert.tasks.question_answering.serving import NO_ANSWER, NO_SPAN_SCORE, best_spans
+from keras_bert.tasks.question_answering.span_decoding import (
+    NO_ANSWER,
+    NO_SPAN_SCORE,
+    best_spans,
+)
 
 
 class AnswerGraph(LiteRTGraph):
