@@ -8,14 +8,15 @@ the file carries in its flatbuffer metadata under `keras_bert`), `labels.txt` an
 is loaded back in LiteRT's interpreter, with TF Text's kernels registered, and answers the
 warmup texts before the version appears (`litert_runtime.LiteRTModel`).
 
-What the format cannot hold is refused with one line naming it: the tagger and span QA
-(their answers are spans of the input text, built from byte offsets and word boundaries
-that this export does not rebuild from TF Text's TFLite ops), sentence pairs, texts read in
-windows, and a tokenizer the file cannot reproduce. LiteRT's only WordPiece tokenizer is TF
-Text's `FastBertTokenizer`, which follows neither Google's nor Hugging Face's rules on
-every string (`docs/litert.md` lists the measured classes): the export refuses to put it
-in the file unless asked to (`tokenizer="fast-bert"`), and `tokenizer="none"` writes a
-file that takes token ids (`serve_ids` only), to be fed by the model's own tokenizer.
+Every kind goes: each kind's `ServingModule.litert_graph` gives the graph of its export
+(sentence-level: `litert_graph.py`, `litert_windows.py`; the tagger and span QA: their
+folders' `litert_tagger.py` / `litert_answerer.py`, over `litert_text.py`'s steps). What
+the format cannot hold is refused with one line naming it: a tokenizer the file cannot
+reproduce. LiteRT's only WordPiece tokenizer is TF Text's `FastBertTokenizer`, which
+follows neither Google's nor Hugging Face's rules on every string (`docs/litert.md`
+lists the measured classes): the export refuses to put it in the file unless asked to
+(`tokenizer="fast-bert"`), and `tokenizer="none"` writes a file that takes token ids
+(`serve_ids` only), to be fed by the model's own tokenizer.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ TOKENIZERS = ("fast-bert", "none")
 METADATA_FILE = "metadata.json"
 # The custom ops of the graph: TF Text's, whose TFLite kernels `tflite_registrar` registers.
 TF_TEXT_OPS = frozenset({"FastBertNormalize", "FastWordpieceTokenizeWithOffsets",
-                         "RaggedTensorToTensor"})
+                         "RaggedTensorToTensor", "TFText>WhitespaceTokenizeWithOffsetsV2",
+                         "TFText>ByteSplitWithOffsets", "TFText>ByteSplitByOffsets"})
 
 
 @dataclasses.dataclass
@@ -53,8 +55,8 @@ def write_litert(model, base_dir: str, version: int | None = None,
                  max_length: int | None = None, quantize: str = "none",
                  tokenizer: str | None = None,
                  pooling: str | None = None) -> ExportedLiteRT:
-    """Writes `model` (a sentence-level `TextTaskModel`: classifier, multi-label classifier,
-    regressor, embedder) as version `version` (default: the next) under `base_dir`.
+    """Writes `model` (a `TextTaskModel` of any kind) as version `version` (default: the
+    next) under `base_dir`.
 
     `max_length`: the longest packed text (default: the model's training length); longer
     texts are truncated, as the SavedModel truncates them. `quantize`: `none` (float32),
@@ -62,14 +64,16 @@ def write_litert(model, base_dir: str, version: int | None = None,
     activations). `tokenizer`: `fast-bert` (TF Text's TFLite tokenizer in the file, text
     in; see the module docstring) or `none` (token ids in); None refuses, naming both.
     """
-    from keras_bert.export.litert_graph import LiteRTGraph
-
     check_options(quantize, tokenizer)
     model = model._in_precision("float32")  # LiteRT's kernels compute float32 (or int8)
     options = {} if pooling is None else {"pooling": pooling}
     module = model._serving_functions(None, max_length, **options)
-    check_module(model, module, tokenizer)
-    graph = LiteRTGraph(module)
+    check_module(module, tokenizer)
+    try:
+        graph = module.litert_graph()
+    except ValueError as error:
+        raise ValueError(f"a {type(model).__name__} cannot be exported to LiteRT: "
+                         f"{error}") from None
     functions = graph.functions(text=tokenizer == "fast-bert")
     metadata = describe(model, module, graph, functions, quantize, tokenizer)
     blob = with_metadata(convert(functions, quantize), metadata)
@@ -99,20 +103,9 @@ def check_options(quantize: str, tokenizer: str | None) -> None:
                          f"{tokenizer!r}")
 
 
-def check_module(model, module, tokenizer: str) -> None:
-    """One `ValueError` line for what a LiteRT file of this export cannot hold."""
-    name = type(model).__name__
-    if not module.supports_xla:  # the per-token kinds' modules (their outputs are spans)
-        raise ValueError(
-            f"a {name} cannot be exported to LiteRT yet: its answers are spans of the input "
-            "text (byte offsets, word boundaries), which this export does not rebuild from "
-            "TF Text's TFLite ops; export it as a SavedModel (--format saved_model)")
-    if module.pair:
-        raise ValueError(f"this {name} reads sentence pairs (text, text_b); the LiteRT export "
-                         "takes single texts")
-    if module.reading.windowed:
-        raise ValueError(f"this {name} reads long texts in windows; the LiteRT export "
-                         "truncates: re-save it with truncated reading, or export a SavedModel")
+def check_module(module, tokenizer: str) -> None:
+    """One `ValueError` line for a tokenizer the file cannot hold (what the kind's graph
+    cannot read, `ServingModule.litert_graph` says)."""
     if tokenizer == "fast-bert" and module.tokenizer.preserve_special_tokens:
         raise ValueError("the tokenizer keeps literal special tokens ([MASK] ...) in the text; "
                          "FastBertTokenizer splits them: use --litert-tokenizer none")
@@ -126,7 +119,8 @@ def describe(model, module, graph, functions: dict, quantize: str, tokenizer: st
                   for name, fn in functions.items()}
     labels = None if model.labels is None else list(model.labels.names)
     return {"format": FORMAT, "task": model.kind, "labels": labels,
-            "signatures": signatures, "quantize": quantize,
+            "signatures": signatures, "text_inputs": list(graph.text_inputs),
+            "quantize": quantize,
             "tokenizer": {"in_file": tokenizer == "fast-bert", "lower_case": tok.lower_case,
                           "rules": tok.rules, "cls_id": tok.cls_id, "sep_id": tok.sep_id,
                           "pad_id": tok.pad_id, "vocab_size": tok.vocab_size},

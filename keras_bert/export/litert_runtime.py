@@ -65,9 +65,10 @@ class LiteRTModel:
       path: the version directory `keras-bert export --format litert` wrote, or the file.
       num_threads: the interpreter's threads (None: LiteRT's default).
 
-    `model(texts)` runs `serving_default` (a list of strings) and gives its outputs as
-    NumPy arrays; `model.predict(texts)` gives one dict per text with label names as
-    `str`; `model.run(signature, **inputs)` runs any signature.
+    `model(texts)` runs `serving_default` (a list of strings; span QA:
+    `model(questions, contexts)`) and gives its outputs as NumPy arrays;
+    `model.predict(texts)` gives one dict per row with strings as `str`;
+    `model.run(signature, **inputs)` runs any signature.
     """
 
     def __init__(self, path: str, num_threads: int | None = None):
@@ -111,21 +112,42 @@ class LiteRTModel:
         if sorted(inputs) != expected:
             raise ValueError(f"{signature} takes {', '.join(expected)}, got "
                              f"{', '.join(sorted(inputs)) or 'nothing'}")
+        rows = {name: np.shape(value)[0] for name, value in inputs.items() if np.ndim(value)}
+        if len(set(rows.values())) > 1:  # the graph would read the shortest, silently
+            raise ValueError(f"{signature}'s inputs must have as many rows each, got "
+                             + ", ".join(f"{n} {name}" for name, n in sorted(rows.items())))
         if signature not in self._runners:
             self._runners[signature] = self.interpreter.get_signature_runner(signature)
         return self._runners[signature](**inputs)
 
-    def __call__(self, texts) -> dict[str, np.ndarray]:
-        """`serving_default` on `texts` (a string or a list of strings)."""
+    @property
+    def text_inputs(self) -> list[str]:
+        """The string inputs of `serving_default`, in the SavedModel's order (`text`; span
+        QA: `question`, `context`)."""
+        return self.metadata.get("text_inputs", ["text"])
+
+    def __call__(self, *texts, **named) -> dict[str, np.ndarray]:
+        """`serving_default` on strings: a string or a list of strings per text input, in
+        order (`model(texts)`; span QA: `model(questions, contexts)`) or by name
+        (`model(question=..., context=...)`)."""
         if "serving_default" not in self.signatures:
             raise ValueError(f"{self.path} takes token ids (exported with --litert-tokenizer "
                              "none): tokenize with the model's tokenizer and call "
                              "run('serve_ids', ...)")
-        return self.run("serving_default", text=text_array(texts))
+        names = self.text_inputs
+        if texts and named:
+            raise TypeError("give the texts in order or by name, not both")
+        if texts and len(texts) != len(names):
+            raise TypeError(f"serving_default takes {len(names)} text input(s) "
+                            f"({', '.join(names)}), got {len(texts)}")
+        arrays = {name: text_array(value) for name, value in
+                  (zip(names, texts, strict=True) if texts else named.items())}
+        return self.run("serving_default", **arrays)
 
-    def predict(self, texts) -> list[dict]:
-        """One answer per text: each output's row, strings decoded, arrays as lists."""
-        outputs = self(texts)
+    def predict(self, *texts, **named) -> list[dict]:
+        """One answer per row (the texts as `__call__` takes them): each output's row,
+        strings decoded, arrays as lists."""
+        outputs = self(*texts, **named)
         count = len(next(iter(outputs.values())))
         return [{name: _plain(value[row]) for name, value in outputs.items()}
                 for row in range(count)]
@@ -133,7 +155,7 @@ class LiteRTModel:
     def warm(self) -> None:
         """Runs each signature once (a file that cannot answer fails here)."""
         if "serving_default" in self.signatures:
-            self(["Call me Ishmael."])
+            self(*[["Call me Ishmael."]] * len(self.text_inputs))
         else:
             ids = np.array([[self.metadata["tokenizer"]["cls_id"],
                              self.metadata["tokenizer"]["sep_id"]]], np.int32)

@@ -163,6 +163,17 @@ class ServingModule:
         """Packed inputs -> the task's named outputs."""
         return self.outputs_fn(self.network(inputs), inputs)
 
+    def litert_graph(self):
+        """The graph of this module's LiteRT export (`keras_bert.export.litert_graph`,
+        `litert_windows` for texts read in windows): each kind says here whether, and how,
+        its export goes to LiteRT (the tagger and span QA override it); a kind that cannot
+        raises one `ValueError` line naming why."""
+        from keras_bert.export.litert_graph import LiteRTGraph
+        from keras_bert.export.litert_windows import WindowedGraph
+
+        graph = WindowedGraph if self.reading.windowed else LiteRTGraph
+        return graph(self, pair=self.pair)
+
     def text_endpoint(self) -> Endpoint:
         """`serving_default`: `text` (and `text_b`) strings -> the task's outputs.
 

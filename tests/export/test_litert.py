@@ -198,20 +198,32 @@ def test_ids_only_file(classifier, tmp_path):
 
 
 # ----------------------------------------------------------------------------- bad input
-def test_refuses_what_the_format_cannot_hold(tmp_path):
-    tagger = make_tiny_task_dir(tmp_path / "tag", {"kind": "tag", "seq_length": 16},
-                                ["B", "I", "O"])
-    with pytest.raises(ValueError, match="spans of the input text"):
-        export_model(tagger, str(tmp_path / "a"), format="litert", tokenizer="fast-bert")
-    pair = make_tiny_task_dir(tmp_path / "pair", {"kind": "classify", "seq_length": 16,
-                                                  "pair": True}, ["a", "b"])
-    with pytest.raises(ValueError, match="sentence pairs"):
-        export_model(pair, str(tmp_path / "b"), format="litert", tokenizer="fast-bert")
-    with pytest.raises(ValueError, match="neither Google's nor Hugging Face's"):
-        export_model(pair, str(tmp_path / "c"), format="litert")
+def test_refuses_what_the_format_cannot_hold(tmp_path, capsys):
+    """Every kind goes to LiteRT; what is left is refused in one line: a tokenizer that
+    keeps literal special tokens (FastBert splits them), no tokenizer choice, SavedModel
+    options."""
+    from keras_bert.checkpoints import load_model_dir
+    from keras_bert.text.preprocessor import BertPreprocessor
+    from keras_bert.text.tokenizer import BertTokenizer
+    from tests.export.helpers import make_tiny_model_dir, task_model
+
+    base = load_model_dir(make_tiny_model_dir(tmp_path / "base"))
+    keeps = BertPreprocessor(BertTokenizer(base.preprocessor().tokenizer.vocab,
+                                           preserve_special_tokens=True), 16)
+    model = task_model({"kind": "classify", "seq_length": 16}, base.load_encoder(), keeps,
+                       ["a", "b"])
+    with pytest.raises(ValueError, match="keeps literal special tokens") as raised:
+        model.export(str(tmp_path / "a"), format="litert", tokenizer="fast-bert")
+    assert "\n" not in str(raised.value)
+    task_dir = make_tiny_task_dir(tmp_path / "clf", {"kind": "classify", "seq_length": 16},
+                                  ["a", "b"])
     with pytest.raises(ValueError, match="xla: not an option of the LiteRT export"):
-        export_model(pair, str(tmp_path / "d"), format="litert", tokenizer="none", xla=True)
-    assert not any(p.exists() for p in (tmp_path / "a", tmp_path / "b"))
+        export_model(task_dir, str(tmp_path / "d"), format="litert", tokenizer="none", xla=True)
+    assert not any(p.exists() for p in (tmp_path / "a", tmp_path / "d"))
+    code = main(["export", task_dir, str(tmp_path / "e"), "--format", "litert"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and err.count("\n") == 0 and "neither Google's nor Hugging Face's" in err
+    assert not (tmp_path / "e").exists()
 
 
 def test_cli_refusal_is_one_line(classifier, tmp_path, capsys):

@@ -19,9 +19,8 @@ import unicodedata
 import numpy as np
 import pytest
 import tensorflow as tf
-import tensorflow_text as tf_text
 
-from keras_bert.export.litert_graph import fast_bert_tokenizer
+from keras_bert.export.litert_text import LiteRTTokenizer
 from keras_bert.text.tokenizer import BertTokenizer, load_vocab
 from tests.text.code_points import groups_of_16, sampled_scalars
 from tests.text.test_tokenizer import HARD_CASES, corpus_lines, uncased_vocab_path
@@ -62,9 +61,9 @@ def difference_class(code_point: int) -> str:
     return "other"
 
 
-def fast_bert(vocab: list[str], rules: str) -> tf_text.FastBertTokenizer:
+def fast_bert(vocab: list[str], rules: str) -> LiteRTTokenizer:
     """The tokenizer the LiteRT export puts in the file for an uncased model."""
-    return fast_bert_tokenizer(BertTokenizer(vocab, lower_case=True, rules=rules))
+    return LiteRTTokenizer(BertTokenizer(vocab, lower_case=True, rules=rules))
 
 
 def parity_lines() -> dict[str, list[str]]:

@@ -48,7 +48,9 @@ class SpanLogits(keras.layers.Layer):
         """Start and end logits `[batch, seq]` (float32)."""
         logits = self.dense(sequence)
         mask = ops.cast(input_mask, logits.dtype)
-        logits = logits + (1.0 - mask[:, :, None]) * PADDING_LOGIT
+        # expand_dims, not `mask[:, :, None]`: LiteRT has no kernel for a new-axis strided
+        # slice of a dynamic length (the LiteRT export's network).
+        logits = logits + (1.0 - ops.expand_dims(mask, -1)) * PADDING_LOGIT
         return logits[:, :, 0], logits[:, :, 1]
 
     def compute_output_shape(self, sequence_shape, input_mask_shape=None):

@@ -34,60 +34,12 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.tasks.question_answering.question_windows import question_windows
+from keras_bert.tasks.question_answering.span_decoding import (
+    NO_ANSWER,
+    NO_SPAN_SCORE,
+    best_spans,
+)
 from keras_bert.tasks.serving import ServingModule
-
-NO_ANSWER = -1
-# The score of a question no span can answer (SQuAD v1.1 decoding, e.g. an empty context):
-# finite, as JSON has no infinity (TF Serving's REST API writes `-Infinity`, which strict
-# parsers reject); `has_answer` says it.
-NO_SPAN_SCORE = 0.0
-
-
-def best_spans(start_logits, end_logits, context_begin, context_end, n_best: int = 20,
-               max_answer_length: int = 30, allow_no_answer: bool = False,
-               null_score_threshold: float = 0.0, start_mask=None) -> dict:
-    """The best answer span of each row, in graph (see the module docstring for the rules).
-
-    Args:
-      start_logits, end_logits: float32 `[batch, seq]`.
-      context_begin, context_end: int `[batch]`: the context's token positions are
-        `context_begin <= position < context_end`.
-      start_mask: optional bool `[batch, seq]`, the positions a span may start at (the
-        window's max-context tokens).
-
-    Returns:
-      `start_position`, `end_position` (int64 `[batch]`, -1 for no answer), `score`
-      (float32 `[batch]`, finite: the null score when "no answer" wins, 0 when no span is
-      possible) and `has_answer` (bool `[batch]`).
-    """
-    k = tf.minimum(n_best, tf.shape(start_logits)[1])
-    top_start = tf.math.top_k(start_logits, k)
-    top_end = tf.math.top_k(end_logits, k)
-    starts = tf.cast(top_start.indices, tf.int64)[:, :, None]
-    ends = tf.cast(top_end.indices, tf.int64)[:, None, :]
-    begin = tf.cast(context_begin, tf.int64)[:, None, None]
-    end = tf.cast(context_end, tf.int64)[:, None, None]
-    valid = ((starts >= begin) & (starts < end) & (ends >= begin) & (ends < end)
-             & (ends >= starts) & (ends - starts + 1 <= max_answer_length))
-    if start_mask is not None:
-        valid &= tf.gather(start_mask, top_start.indices, batch_dims=1)[:, :, None]
-    scores = top_start.values[:, :, None] + top_end.values[:, None, :]
-    batch = tf.shape(scores)[0]
-    flat_scores = tf.reshape(tf.where(valid, scores, -float("inf")), [batch, -1])
-    best = tf.argmax(flat_scores, axis=-1, output_type=tf.int32)  # first of equals
-    best_score = tf.reduce_max(flat_scores, axis=-1)
-    answered = tf.reduce_any(tf.reshape(valid, [batch, -1]), axis=-1)
-    if allow_no_answer:
-        null_score = start_logits[:, 0] + end_logits[:, 0]
-        answered &= ~(null_score - best_score > null_score_threshold)
-        best_score = tf.where(answered, best_score, null_score)
-    else:
-        best_score = tf.where(answered, best_score, NO_SPAN_SCORE)
-    start = tf.gather(top_start.indices, best // k, batch_dims=1)
-    end_position = tf.gather(top_end.indices, best % k, batch_dims=1)
-    return {"start_position": tf.where(answered, tf.cast(start, tf.int64), NO_ANSWER),
-            "end_position": tf.where(answered, tf.cast(end_position, tf.int64), NO_ANSWER),
-            "score": best_score, "has_answer": answered}
 
 
 class QuestionAnswererServing(ServingModule):
@@ -194,6 +146,12 @@ class QuestionAnswererServing(ServingModule):
                                      tf.maximum(end - start, 0), unit="BYTE")
         return {"answer": tf.where(answered, text, ""), "start": start, "end": end,
                 "score": score, "has_answer": answered}
+
+    def litert_graph(self):
+        """The LiteRT export's graph: windows and decoding from TFLite ops (`litert_answerer.py`)."""
+        from keras_bert.tasks.question_answering.litert_answerer import AnswerGraph
+
+        return AnswerGraph(self)
 
     def warmup_inputs(self, texts):
         """A warmup request: `texts` as contexts, each with the same short question."""

@@ -33,12 +33,15 @@ import tensorflow as tf
 
 from keras_bert.tasks.serving import ServingModule, float_logits
 from keras_bert.tasks.token_classification.word_windows import (
+    PAD_ID,
+    PAD_LABEL,
+    PAD_OFFSET,
+    PAD_SCORE,
     split_words,
     tokenize_words,
     word_windows,
 )
 
-PAD_LABEL, PAD_ID, PAD_SCORE, PAD_OFFSET = "", -1, 0.0, -1
 _INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
@@ -113,6 +116,13 @@ class TokenClassifierServing(ServingModule):
                     "start_offsets": words["starts"].to_tensor(offset_pad),
                     "end_offsets": words["ends"].to_tensor(offset_pad),
                     "num_words": tf.cast(splits[1:] - splits[:-1], tf.int32)}
+
+    def litert_graph(self):
+        """The LiteRT export's graph: words, windows and labels from TFLite ops
+        (`litert_tagger.py`)."""
+        from keras_bert.tasks.token_classification.litert_tagger import TaggerGraph
+
+        return TaggerGraph(self)
 
     def text_endpoint(self):
         """`serving_default`: `text` -> word-level labels."""

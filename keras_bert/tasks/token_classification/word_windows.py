@@ -24,6 +24,8 @@ from keras_bert.text.packer import BertPacker
 # `keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)`
 # (the value PyTorch/Hugging Face use as well).
 IGNORE_LABEL = -100
+# The pads of the word-level outputs past a text's words (`serving.py`, `litert_tagger.py`).
+PAD_LABEL, PAD_ID, PAD_SCORE, PAD_OFFSET = "", -1, 0.0, -1
 # What Python's str.split() splits on (str.isspace), in RE2 syntax.
 WORD_SEPARATORS = r"[\t\n\x{0b}\f\r\x{1c}-\x{1f} \x{85}\p{Z}]+"
 
