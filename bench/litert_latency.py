@@ -16,12 +16,12 @@ answers the pooler output of all-MiniLM-L6-v2 for one text):
 * `session`      our SavedModel export of the same embedder, loaded as TF Serving loads it
                  (`SessionBundle`), `serving_default` fed the raw string.
 
-One process; contenders take turns by blocks of `--block` requests (each block opened by 3
-untimed ones; `common.interleaved`), every one with `--threads` threads and its runtime's
-default settings otherwise (ONNX Runtime: full graph optimisation). By blocks, because
-batch-1 calls taken in turns one by one each find the weights out of the caches after
-another runtime's call, which a server answering a stream of requests does not see;
-`--block 1` measures that way. Before timing, each contender's vectors on the texts are
+One process; each runtime measured two ways, side by side, every one with `--threads`
+threads and its runtime's default settings otherwise (ONNX Runtime: full graph
+optimisation): back to back, contenders taking turns by blocks of `--block` requests (each
+block opened by 3 untimed ones; `common.interleaved`), as a server answering a stream of
+requests with one runtime sees it; and call by call, where each batch-1 call finds the
+weights out of the caches after another runtime's call. Before timing, each contender's vectors on the texts are
 compared with `ort`'s (cosine printed). Texts (`--corpus`): `spans`, corpus spans of
 `--length` word pieces (every request the same length); `rotten-tomatoes`, the first `--texts` held-out
 Rotten Tomatoes snippets (`examples/classify_rotten_tomatoes.py`'s split), each of its own
@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
 from bench import serving_latency as serving  # noqa: E402
+from bench.litert_spans import QUESTIONS, SPAN_LENGTH, build_spans  # noqa: E402
 
 CONTENDERS = ("litert", "litert_int8", "ort", "ort_int8", "session")
 
@@ -72,8 +73,9 @@ def parse_args(argv=None):
                                         "also compare int8 and float32 held-out accuracy")
     p.add_argument("--held-out", type=int, default=2000, help="held-out snippets (--classifier)")
     p.add_argument("--block", type=int, default=20,
-                   help="requests per turn (each turn opened by 3 untimed ones); 1: turns "
-                        "by request, every call after another runtime's (cold caches)")
+                   help="requests per turn back to back (each turn opened by 3 untimed "
+                        "ones); the call-by-call columns take turns by request, every call "
+                        "after another runtime's (cold caches)")
     p.add_argument("--contenders", default=",".join(CONTENDERS),
                    help=f"comma-separated, of {', '.join(CONTENDERS)} (ort and ort_int8 always "
                         "run: the ratios' references)")
@@ -198,162 +200,6 @@ def accuracy(classifier_dir: str, root: str, held_out: int, threads: int) -> lis
             ["int8", f"{100 * acc['int8']:.2f}", f"{100 * same:.2f}"]]
 
 
-# ----------------------------------------------------------- the tagger and span QA
-TAGS = ["B-LOC", "B-PER", "I-PER", "O", "B-MISC"]
-SPAN_LENGTH = 128  # the tagger's and span QA's max_length, ours and ONNX Runtime's
-QUESTIONS = ["what did he see?", "who spoke first?", "where was the ship?", "why?"]
-
-
-def write_hf_head(model: str, root: str, task: str) -> str:
-    """A Hugging Face `BertForTokenClassification` / `BertForQuestionAnswering` directory:
-    the encoder of `write_hf_model(model)` and a random head (seed 0)."""
-    import shutil
-
-    import torch
-    import transformers
-
-    source = serving.write_hf_model(model, root)
-    torch.manual_seed(0)
-    if task == "tag":
-        hf = transformers.BertForTokenClassification.from_pretrained(
-            source, num_labels=len(TAGS), id2label=dict(enumerate(TAGS)))
-    else:
-        hf = transformers.BertForQuestionAnswering.from_pretrained(source)
-    path = os.path.join(root, f"hf-{task}")
-    hf.eval().save_pretrained(path)
-    shutil.copy(os.path.join(source, "vocab.txt"), os.path.join(path, "vocab.txt"))
-    return path
-
-
-def export_head_onnx(hf_dir: str, task: str, path: str) -> str:
-    """`hf_dir`'s head model as ONNX: `logits`, or `start_logits` and `end_logits`."""
-    import contextlib
-
-    import torch
-    import transformers
-
-    kind = (transformers.BertForTokenClassification if task == "tag"
-            else transformers.BertForQuestionAnswering)
-    outputs = ["logits"] if task == "tag" else ["start_logits", "end_logits"]
-
-    class Logits(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = kind.from_pretrained(hf_dir).eval()
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            found = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                               token_type_ids=token_type_ids)
-            return tuple(found[name] for name in outputs)
-
-    ids = torch.ones(2, 8, dtype=torch.long)
-    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=512)
-    with contextlib.redirect_stdout(sys.stderr):
-        torch.onnx.export(Logits(), (ids, ids.clone(), ids * 0), path, dynamo=True,
-                          input_names=["input_ids", "attention_mask", "token_type_ids"],
-                          output_names=outputs, dynamic_shapes=({0: batch, 1: seq},) * 3)
-    return path
-
-
-def hf_tagger(tokenizer, session):
-    """What a Hugging Face user writes: words split on whitespace, encoded pre-tokenized,
-    each word's label read at its first piece."""
-    import numpy as np
-
-    def run(text):
-        words = text.split()
-        encoded = tokenizer.encode(words, is_pretokenized=True)  # truncated at max_length
-        ids = np.asarray([encoded.ids], np.int64)
-        logits = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
-                                    "token_type_ids": np.zeros_like(ids)})[0][0]
-        first = {}
-        for position, word in reversed(list(enumerate(encoded.word_ids))):
-            first[word] = position
-        return [TAGS[int(np.argmax(logits[first[w]]))] if w in first else "O"
-                for w in range(len(words))]
-    return run
-
-
-def hf_answerer(tokenizer, session, settings: dict):
-    """What a Hugging Face user writes (transformers' question-answering post-processing):
-    the question and the context's overflowing windows, in each the `n_best` starts and
-    ends inside the context, at most `max_answer_length` pieces apart; the best span over
-    all windows by `start + end`, cut from the context by its character offsets."""
-    import numpy as np
-
-    n_best, longest = settings["n_best"], settings["max_answer_length"]
-
-    def run(question, context):
-        first = tokenizer.encode(question, context)
-        windows = [first, *first.overflowing]
-        width = max(len(w.ids) for w in windows)
-        feeds = {name: np.asarray([getattr(w, key) + [0] * (width - len(w.ids))
-                                   for w in windows], np.int64)
-                 for name, key in (("input_ids", "ids"), ("attention_mask", "attention_mask"),
-                                   ("token_type_ids", "type_ids"))}
-        starts, ends = session.run(None, feeds)
-        best, answer = -np.inf, ""
-        for w, window in enumerate(windows):
-            inside = [s == 1 for s in window.sequence_ids]
-            for i in np.argsort(starts[w])[::-1][:n_best]:
-                for j in np.argsort(ends[w])[::-1][:n_best]:
-                    if inside[i] and inside[j] and i <= j < i + longest \
-                            and starts[w][i] + ends[w][j] > best:
-                        best = starts[w][i] + ends[w][j]
-                        answer = context[window.offsets[i][0]:window.offsets[j][1]]
-        return answer
-    return run
-
-
-def build_spans(root: str, model: str, task: str, threads: int, max_length: int) -> dict:
-    """The contenders for `task` (`tag` or `squad`): name -> function(text) -> the tags
-    per word, or function(question, context) -> the answer."""
-    import numpy as np
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    from keras_bert.export.litert_runtime import LiteRTModel
-    from keras_bert.export.session_bundle import SessionBundle
-    from keras_bert.tasks.task_conversion import convert
-    from keras_bert.tasks.task_model import TextTaskModel
-
-    hf_dir = write_hf_head(model, root, task)
-    ours = TextTaskModel.load(convert(hf_dir, os.path.join(root, f"ours-{task}"),
-                                      lower_case=True).path)
-    lite = {q: LiteRTModel(ours.export(os.path.join(root, f"lite-{task}-{q}"),
-                                       format="litert", tokenizer="fast-bert", quantize=q,
-                                       max_length=max_length), num_threads=threads)
-            for q in ("none", "int8")}
-    bundle = SessionBundle(ours.export(os.path.join(root, f"saved-{task}"),
-                                       precision="float32", target=None,
-                                       max_length=max_length))
-    onnx = export_head_onnx(hf_dir, task, os.path.join(root, f"{task}.onnx"))
-    quantize_dynamic(onnx, onnx.replace(".onnx", "-int8.onnx"), weight_type=QuantType.QInt8)
-    tokenizer = serving.hf_tokenizer(os.path.join(hf_dir, "vocab.txt"))
-    tokenizer.no_padding()
-    module = ours._serving_functions(None, max_length)
-    if task == "tag":
-        tokenizer.enable_truncation(max_length)
-        ort = {n: hf_tagger(tokenizer, common.ort_session(p, threads)) for n, p in
-               (("ort", onnx), ("ort_int8", onnx.replace(".onnx", "-int8.onnx")))}
-
-        def tags(outputs):
-            return [t.decode() for t in outputs["labels"][0, :outputs["num_words"][0]]]
-        return {"litert": lambda t: tags(lite["none"](t)),
-                "litert_int8": lambda t: tags(lite["int8"](t)), **ort,
-                "session": lambda t: tags(bundle.run("serving_default", {
-                    "text": np.array([t], dtype=object)}))}
-    # Windows overlapping by a quarter of the length (Hugging Face's `stride` is the
-    # overlap); the bench's contexts fit one window either way.
-    tokenizer.enable_truncation(max_length, stride=max_length // 4, strategy="only_second")
-    ort = {n: hf_answerer(tokenizer, common.ort_session(p, threads), module.decoding)
-           for n, p in (("ort", onnx), ("ort_int8", onnx.replace(".onnx", "-int8.onnx")))}
-    return {"litert": lambda q, c: lite["none"](q, c)["answer"][0].decode(),
-            "litert_int8": lambda q, c: lite["int8"](q, c)["answer"][0].decode(), **ort,
-            "session": lambda q, c: bundle.run("serving_default", {
-                "question": np.array([q], dtype=object),
-                "context": np.array([c], dtype=object)})["answer"][0].decode()}
-
-
 def _spread(fn):
     return lambda request: fn(*request)
 
@@ -388,13 +234,20 @@ def embed_report(args, root: str, model: str, log) -> None:
     cosines = agreement(contenders, texts)
     log("least cosine with ort: " + ", ".join(f"{k} {v:.5f}" for k, v in cosines.items()))
     result = latency(contenders, texts, args.runs, args.block)
+    by_call = latency(contenders, texts, args.runs, 1)
     rows = [[name, f"{r['p50_ms']:.2f}", f"{r['p90_ms']:.2f}",
              f"{result['ort']['p50_ms'] / r['p50_ms']:.2f}x",
-             f"{result['ort_int8']['p50_ms'] / r['p50_ms']:.2f}x", f"{cosines[name]:.5f}"]
+             f"{result['ort_int8']['p50_ms'] / r['p50_ms']:.2f}x",
+             f"{by_call[name]['p50_ms']:.2f}",
+             f"{by_call['ort']['p50_ms'] / by_call[name]['p50_ms']:.2f}x",
+             f"{by_call['ort_int8']['p50_ms'] / by_call[name]['p50_ms']:.2f}x",
+             f"{cosines[name]:.5f}"]
             for name, r in result.items()]
     print(f"{model}, batch 1, {what}, {args.threads} threads, {args.runs} requests each, "
-          f"interleaved ({common.host_line(common.machine_description())})")
-    print(common.markdown_table(["contender", "p50 ms", "p90 ms", "ort fp32 / it",
+          f"back to back by blocks of {args.block} and call by call "
+          f"({common.host_line(common.machine_description())})")
+    print(common.markdown_table(["contender", "back to back p50 ms", "p90 ms", "ort fp32 / it",
+                                 "ort int8 / it", "call by call p50 ms", "ort fp32 / it",
                                  "ort int8 / it", "least cosine vs ort"], rows))
     if args.classifier:
         print(common.markdown_table(["LiteRT file", "held-out accuracy %",
