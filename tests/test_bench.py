@@ -42,6 +42,7 @@ BENCHMARKS = {
     "client_codec.py": r"\| 8 \| typed \| \d+ \| \d+ \| [\d.]+x \|",
     "litert_latency.py": r"\| litert_int8 \| [\d.]+ \| [\d.]+ \| [\d.]+x \| [\d.]+x \| [\d.]+ "
                          r"\| [\d.]+x \| [\d.]+x \| [\d.]+ \|",
+    "litert_xnnpack.py": r"\| interpreter_static \| [\d.]+ \| [\d.]+x \| [\d.e+-]+ \|",
 }
 
 
@@ -65,7 +66,7 @@ WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit
 # Those with Hugging Face's torch models among their contenders.
 WITH_TORCH = ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
               "serving_latency.py", "serving_profile.py", "long_documents.py",
-              "litert_latency.py")
+              "litert_latency.py", "litert_xnnpack.py")
 
 
 @pytest.mark.slow
@@ -76,10 +77,10 @@ WITH_TORCH = ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
 def test_quick_mode_runs_and_compares(script):
     if script in WITH_TORCH:
         require("transformers")
-    if script == "litert_latency.py":
+    if script in ("litert_latency.py", "litert_xnnpack.py"):
         require("ai_edge_litert")
     if script in ("serving_latency.py", "serving_profile.py", "encoder_forward.py",
-                  "litert_latency.py"):
+                  "litert_latency.py", "litert_xnnpack.py"):
         require("onnxruntime")
         require("onnxscript")
     if script == "beam_pipeline.py":
