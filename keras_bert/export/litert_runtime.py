@@ -56,7 +56,7 @@ def make_interpreter(blob: bytes, num_threads: int | None = None):
     """A LiteRT interpreter over `blob` with TF Text's TFLite kernels registered, running
     on `num_threads` threads (None: every CPU this process may run on). LiteRT's own
     default is one thread, and its XNNPACK kernels at batch 1 answered a 34-token MiniLM
-    request 1.6x faster on two (bench/RESULTS.md, "LiteRT float32 against ONNX Runtime");
+    request 1.55x faster on two (bench/RESULTS.md, "LiteRT float32 against ONNX Runtime");
     ONNX Runtime, the peer, takes every core by default too."""
     from tensorflow_text import tflite_registrar
 

@@ -27,6 +27,7 @@ from keras_bert.checkpoints.pretraining_heads import (
 from keras_bert.layers import BertMaskedLMHead, BertNextSentenceHead
 from keras_bert.layers.mlm_head import gather_positions
 from keras_bert.models import BertPretrainer
+from tests.checkpoints.test_checkpoints import _inputs as encoder_inputs
 from tests.support.reference import require
 
 CONFIG = BertConfig(vocab_size=50, hidden_size=16, num_layers=2, num_heads=2,
@@ -36,13 +37,10 @@ GOOGLE_CONFIG = CONFIG.replace(hidden_act="gelu_approximate")
 
 
 def _inputs(seed=0, batch=3, seq=10, predictions=4):
-    rng = np.random.default_rng(seed)
-    mask = np.ones((batch, seq), np.int32)
-    mask[1, 6:] = 0
-    types = np.zeros((batch, seq), np.int32)
-    types[:, 5:] = 1
-    return {"input_word_ids": rng.integers(0, CONFIG.vocab_size, (batch, seq)).astype(np.int32),
-            "input_mask": mask, "input_type_ids": types,
+    """The encoder inputs of tests/checkpoints/test_checkpoints.py (the same vocabulary) and
+    `predictions` masked positions per row."""
+    rng = np.random.default_rng(seed + 100)
+    return {**encoder_inputs(seed, batch, seq),
             "masked_lm_positions": rng.integers(1, 6, (batch, predictions)).astype(np.int32)}
 
 
