@@ -181,6 +181,16 @@ def markdown_table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
+def onnx_int8(onnx: str) -> str:
+    """`onnx` through ONNX Runtime's dynamic int8 quantization (int8 weights, activations
+    quantized at run time), beside it as `*-int8.onnx`: the path."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    path = onnx.replace(".onnx", "-int8.onnx")
+    quantize_dynamic(onnx, path, weight_type=QuantType.QInt8)
+    return path
+
+
 def export_onnx(bert, path: str) -> str:
     """A `transformers.BertModel` as ONNX at `path` (`torch.onnx.export(dynamo=True)`, the
     exporter that keeps the padding mask general; inputs `input_ids`, `attention_mask`,

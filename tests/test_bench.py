@@ -46,8 +46,9 @@ BENCHMARKS = {
 }
 
 
-# Modules the benchmarks import, not run by themselves.
-MODULES = ("common.py", "litert_spans.py")
+# Modules the benchmarks import, not run by themselves (serving_precisions.py's int8 exports:
+# tests/test_bench_int8_exports.py).
+MODULES = ("common.py", "litert_spans.py", "serving_precisions.py", "serving_report.py")
 
 
 def test_every_benchmark_is_listed():

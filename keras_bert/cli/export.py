@@ -49,7 +49,9 @@ def register(subparsers) -> None:
                         "with the tokenizer, packing and outputs inside, for LiteRT with TF "
                         "Text's TFLite ops (classifiers, regressors, embedders)")
     p.add_argument("--quantize", choices=("none", "float16", "int8"), default="none",
-                   help="litert: weights as float32 (none), float16, or int8 (dynamic range)")
+                   help="litert: weights as float32 (none), float16, or int8 (dynamic "
+                        "range); a SavedModel refuses it: --precision bfloat16 is its faster "
+                        "form (bench/RESULTS.md)")
     p.add_argument("--litert-tokenizer", choices=("fast-bert", "none"),
                    help="litert: fast-bert puts TF Text's FastBertTokenizer in the file (text "
                         "in; it differs from Google's and Hugging Face's rules on some "
@@ -82,15 +84,15 @@ def run(args) -> int:
 
     if args.format == "litert":
         return _litert(args, export_model)
-    if args.quantize != "none" or args.litert_tokenizer:
-        raise ValueError("--quantize and --litert-tokenizer are options of --format litert")
+    if args.litert_tokenizer:
+        raise ValueError("--litert-tokenizer is an option of --format litert")
     exported = export_model(args.model_dir, args.base_dir, version=args.version,
                             seq_length=args.seq_length, pooling=args.pooling,
                             max_length=args.max_length,
                             target=None if args.no_audit else args.target,
                             model_name=args.model_name,
                             null_score_threshold=args.null_score_threshold, rules=args.rules,
-                            precision=args.precision, xla=args.xla)
+                            precision=args.precision, xla=args.xla, quantize=args.quantize)
     print(f"exported version {exported.version} ({exported.task}) to {exported.path}")
     print(json.dumps(exported.signatures, indent=2))
     return 0

@@ -107,6 +107,14 @@ def write_version(model, base_dir: str, version: int | None = None,
 
 
 EXPORT_FORMATS = ("saved_model", "litert")
+# Why the SavedModel takes no `quantize` (bench/RESULTS.md, "int8 and bfloat16 SavedModels"):
+# in TensorFlow's runtime Keras' int8 layers ran 2-4.5x slower than float32 (their int8
+# products have no fast CPU kernel), and TensorFlow's oneDNN int8 kernel, though faster than
+# float32, was slower than bfloat16 at batch 32 and answers only where oneDNN is switched on.
+SAVED_MODEL_QUANTIZE = ("quantize: the SavedModel has no int8 form (slower than bfloat16 in "
+                        "TensorFlow's runtime, bench/RESULTS.md); export with precision "
+                        "bfloat16 (--precision bfloat16) for a faster TF Serving model, or "
+                        "use format litert to quantize")
 
 
 def write_export(model, base_dir: str, format: str = "saved_model", **options):
@@ -117,6 +125,8 @@ def write_export(model, base_dir: str, format: str = "saved_model", **options):
         raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {format!r}")
     require_tensorflow("export")
     if format == "saved_model":
+        if options.pop("quantize", None) not in (None, "none"):
+            raise ValueError(SAVED_MODEL_QUANTIZE)
         return write_version(model, base_dir, **options)
     from keras_bert.export.litert import LITERT_OPTIONS, write_litert
 

@@ -170,3 +170,21 @@ def test_exports_embed_the_tokenizer_rules(model_dir, tmp_path):
     assert rows["huggingface"] == [[cls, unk, *whale, sep], [cls, *whale, sep]]
     assert unk not in rows["google"][0] and len(rows["google"][0]) > 5
     assert rows["google"][1] == [cls, unk, sep]
+
+
+def test_the_saved_model_refuses_quantize(tmp_path, capsys):
+    """`quantize` is LiteRT's: a SavedModel export given one says why in one line, names the
+    faster form it has, and writes nothing; `none` (the CLI's default) exports."""
+    from keras_bert.cli import main
+    from tests.export.helpers import make_tiny_task_dir
+
+    task_dir = make_tiny_task_dir(tmp_path, {"kind": "classify", "seq_length": 16}, ["a", "b"])
+    for quantize in ("int8", "float16"):
+        with pytest.raises(ValueError, match=r"^quantize: the SavedModel has no int8 form .*"
+                                             r"--precision bfloat16"):
+            export_model(task_dir, str(tmp_path / "out"), quantize=quantize)
+    code = main(["export", task_dir, str(tmp_path / "cli"), "--quantize", "int8"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and err.count("\n") == 0 and "--precision bfloat16" in err, err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "cli").exists()
+    assert export_model(task_dir, str(tmp_path / "none"), quantize="none").version == 1

@@ -1,0 +1,47 @@
+"""The tables of `bench/serving_latency.py`: p50 and p90 per contender, and the ratios of
+each of our contenders to each peer, and of each reduced precision to float32 (`session`)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402
+
+REDUCED = ("session_bf16", "session_int8", "session_int8_onednn")  # against `session`
+OURS = ("session", "session_xla", "session_xla_onednn", *REDUCED)  # compared with the peers
+PEERS = ("ort", "ort_int8", "torch")
+
+
+def table_row(model, length, batch, result, names) -> list:
+    row = [model, length, batch]
+    row += [f"{1e3 * statistics.median(result[n]['p50']):.1f}" for n in names]
+    row += [f"{1e3 * common.percentile(result[n]['all'], 90):.1f}" for n in names]
+    for ours, peer in ratio_pairs(names):
+        ratio = statistics.median(p / s for s, p in zip(result[ours]["p50"],
+                                                        result[peer]["p50"], strict=True))
+        row.append(f"{ratio:.2f}x")
+    return row
+
+
+def ratio_pairs(names) -> list[tuple[str, str]]:
+    """`(ours, other)`: each of our contenders against each peer, and each of our reduced
+    precisions against `session` (float32); the ratio is other's p50 / ours."""
+    pairs = [(ours, peer) for ours in OURS if ours in names for peer in PEERS if peer in names]
+    if "session" in names:
+        pairs += [(ours, "session") for ours in REDUCED if ours in names]
+    return pairs
+
+
+def print_latencies(args, rows) -> None:
+    header = ["model", "seq", "batch"] + [f"{n} p50 ms" for n in args.contenders]
+    header += [f"{n} p90 ms" for n in args.contenders]
+    header += [f"{p} / {ours} p50" for ours, p in ratio_pairs(args.contenders)]
+    print(common.markdown_table(header, rows))
+    print("(ratio > 1: the contender after the slash is faster; load average at the end: "
+          f"{common.load_average()})")
+    print(json.dumps({"rows": rows, "header": header}))
