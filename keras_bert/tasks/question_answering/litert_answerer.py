@@ -20,8 +20,8 @@ from keras_bert.export.litert_graph import LiteRTGraph
 from keras_bert.export.litert_text import ContextRanks, cut, pack, windows
 from keras_bert.tasks.question_answering.span_decoding import (
     NO_ANSWER,
-    NO_SPAN_SCORE,
     best_spans,
+    best_windows,
 )
 
 
@@ -48,23 +48,10 @@ class AnswerGraph(LiteRTGraph):
         spans = best_spans(start_logits, end_logits, begin, begin + win.length,
                            start_mask=read["max_context"],
                            **dict(self.decoding, allow_no_answer=False))
-        pairs = tf.size(context)
-        found = spans["has_answer"]
-        window_score = tf.where(found, spans["score"], -float("inf"))
-        score = tf.math.unsorted_segment_max(window_score, win.example, pairs)
-        # The pair's best window: the first one holding its best valid span.
-        is_best = found & tf.equal(window_score, tf.gather(score, win.example))
-        none = tf.size(win.example)
-        best = tf.math.unsorted_segment_min(tf.where(is_best, tf.range(none), none),
-                                            win.example, pairs)
-        answered = best < none
-        score = tf.where(answered, score, NO_SPAN_SCORE)
-        if self.decoding["allow_no_answer"]:  # the pair's null score: its least
-            null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0],
-                                                win.example, pairs)
-            answered &= ~(null - score > self.decoding["null_score_threshold"])
-            score = tf.where(answered, score, null)
-        best = tf.where(answered, best, 0)
+        chosen = best_windows(spans, win.example, tf.size(context), start_logits, end_logits,
+                              self.decoding["allow_no_answer"],
+                              self.decoding["null_score_threshold"])
+        best, answered, score = chosen["window"], chosen["answered"], chosen["score"]
 
         def byte_offset(offsets, position):
             token = tf.gather(read["first"] + tf.cast(spans[position], tf.int32) - begin, best)

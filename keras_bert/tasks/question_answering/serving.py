@@ -36,8 +36,8 @@ import tensorflow as tf
 from keras_bert.tasks.question_answering.question_windows import question_windows
 from keras_bert.tasks.question_answering.span_decoding import (
     NO_ANSWER,
-    NO_SPAN_SCORE,
     best_spans,
+    best_windows,
 )
 from keras_bert.tasks.serving import ServingModule
 
@@ -113,24 +113,10 @@ class QuestionAnswererServing(ServingModule):
                            start_mask=max_context, **decoding)
         with tf.device("/CPU:0"):
             pairs = tf.size(context, out_type=tf.int64)
-            window_score = tf.where(spans["has_answer"], spans["score"], -float("inf"))
-            score = tf.math.unsorted_segment_max(window_score, windows.example, pairs)
-            # The pair's best window: the first one holding its best valid span.
-            is_best = spans["has_answer"] & tf.equal(
-                window_score, tf.gather(score, windows.example))
-            number = tf.range(tf.size(windows.example, out_type=tf.int64))
-            none = tf.size(number, out_type=tf.int64)
-            best = tf.math.unsorted_segment_min(tf.where(is_best, number, none),
-                                                windows.example, pairs)
-            answered = best < none
-            score = tf.where(answered, score, NO_SPAN_SCORE)  # (the segment max gives -max)
-            if self.decoding["allow_no_answer"]:
-                # The null score of a pair is its smallest over the windows.
-                null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0],
-                                                    windows.example, pairs)
-                answered &= ~(null - score > self.decoding["null_score_threshold"])
-                score = tf.where(answered, score, null)
-            best = tf.where(answered, best, 0)
+            chosen = best_windows(spans, windows.example, pairs,
+                                  start_logits, end_logits, self.decoding["allow_no_answer"],
+                                  self.decoding["null_score_threshold"])
+            best, answered, score = chosen["window"], chosen["answered"], chosen["score"]
 
             def byte_offset(offsets, position):
                 """The byte offset of the token at the best window's packed `position`."""

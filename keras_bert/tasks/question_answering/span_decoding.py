@@ -62,3 +62,33 @@ def best_spans(start_logits, end_logits, context_begin, context_end, n_best: int
     return {"start_position": tf.where(answered, tf.cast(start, tf.int64), NO_ANSWER),
             "end_position": tf.where(answered, tf.cast(end_position, tf.int64), NO_ANSWER),
             "score": best_score, "has_answer": answered}
+
+
+def best_windows(spans: dict, example, pairs, start_logits, end_logits,
+                 allow_no_answer: bool = False, null_score_threshold: float = 0.0) -> dict:
+    """Each pair's answer from its windows' `best_spans` (decoded with `allow_no_answer`
+    off): the best span score over the pair's windows and the first window holding it
+    (`window`, 0 where the pair has none); with `allow_no_answer`, the pair's null score
+    (the least over its windows, as the original `run_squad.py` keeps it) against that score.
+
+    `example`: the pair of each window; `pairs`: the number of pairs, whose dtype the window
+    indices take (the SavedModel's int64, the LiteRT graph's int32).
+
+    Returns `window`, `answered` (bool `[pairs]`) and `score` (float32 `[pairs]`, finite).
+    """
+    found = spans["has_answer"]
+    window_score = tf.where(found, spans["score"], -float("inf"))
+    score = tf.math.unsorted_segment_max(window_score, example, pairs)
+    is_best = found & tf.equal(window_score, tf.gather(score, example))
+    none = tf.size(example, out_type=pairs.dtype)
+    best = tf.math.unsorted_segment_min(tf.where(is_best, tf.range(none), none), example,
+                                        pairs)
+    answered = best < none
+    score = tf.where(answered, score, NO_SPAN_SCORE)  # (the segment max gives -max)
+    if allow_no_answer:
+        null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], example,
+                                            pairs)
+        answered &= ~(null - score > null_score_threshold)
+        score = tf.where(answered, score, null)
+    return {"window": tf.where(answered, best, tf.constant(0, best.dtype)), "answered": answered,
+            "score": score}
