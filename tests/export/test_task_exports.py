@@ -13,11 +13,8 @@ from keras_bert.cli import main
 from keras_bert.config import default_doc_stride
 from keras_bert.export.op_audit import audit
 from keras_bert.tasks.question_answering import squad
-from keras_bert.tasks.question_answering.serving import (
-    NO_SPAN_SCORE,
-    QuestionAnswererServing,
-    best_spans,
-)
+from keras_bert.tasks.question_answering.serving import QuestionAnswererServing
+from keras_bert.tasks.question_answering.span_decoding import NO_SPAN_SCORE, best_spans
 from keras_bert.tasks.task_dir import export_model
 from keras_bert.tasks.task_model import TextTaskModel
 from tests.devserver.test_server import model_server
