@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from keras_bert.export.litert_runtime import LiteRTModel
@@ -59,3 +60,74 @@ def test_interpreter_runs_on_every_available_cpu_unless_told(lite):
 def test_a_thread_count_that_is_not_one_or_more_is_one_error(lite, bad):
     with pytest.raises(ValueError, match="num_threads must be a whole number of threads"):
         LiteRTModel(lite, num_threads=bad)
+
+
+class _CountingWrapper:
+    """The interpreter's wrapper, counting `AllocateTensors` calls."""
+
+    def __init__(self, wrapper):
+        self.wrapper, self.allocations = wrapper, 0
+
+    def AllocateTensors(self, *args):  # noqa: N802 (the wrapper's name)
+        self.allocations += 1
+        return self.wrapper.AllocateTensors(*args)
+
+    def __getattr__(self, name):
+        return getattr(self.wrapper, name)
+
+
+def _reference(path: str, signature: str, inputs: dict) -> dict:
+    """What LiteRT's own `SignatureRunner` answers, in an interpreter of its own."""
+    from keras_bert.export.litert_runtime import make_interpreter
+
+    with open(os.path.join(path, "model.tflite"), "rb") as f:
+        runner = make_interpreter(f.read(), 1).get_signature_runner(signature)
+    return runner(**inputs)
+
+
+def _ids(length: int, rows: int = 1) -> dict:
+    ids = np.full([rows, length], 7, np.int32)
+    ids[:, 0], ids[:, -1] = 2, 3  # [CLS] ... [SEP] of the test vocabulary
+    return {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+            "input_type_ids": np.zeros_like(ids)}
+
+
+def test_answers_as_litert_own_runner_as_batches_and_lengths_change(lite):
+    model = LiteRTModel(lite, num_threads=1)
+    texts = [["a short text"], ["three texts here", "", "a much longer text " * 4],
+             ["another short one"], ["two", "texts of other lengths"], ["a short text"]]
+    for batch in texts:
+        got = model(batch)
+        want = _reference(lite, "serving_default", {"text": np.array(
+            [t.encode() for t in batch], dtype=object)})
+        np.testing.assert_allclose(got["logits"], want["logits"], rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(got["label"], want["label"])
+    for length, rows in ((5, 1), (9, 1), (9, 3), (5, 1)):
+        got = model.run("serve_ids", **_ids(length, rows))
+        want = _reference(lite, "serve_ids", _ids(length, rows))
+        np.testing.assert_allclose(got["logits"], want["logits"], rtol=0, atol=1e-6)
+
+
+def test_allocates_only_when_an_input_shape_changes(lite):
+    model = LiteRTModel(lite, num_threads=1)
+    model(["warm up"])
+    call = model._runners["serving_default"]
+    counter = _CountingWrapper(call.runner._interpreter_wrapper)
+    call.runner._interpreter_wrapper = counter
+    for text in ["a", "a longer text than the first", "", "text"]:
+        model([text])  # the string tensor keeps its shape [1], whatever the text
+    assert counter.allocations == 0
+    model(["two", "texts"])
+    model(["two", "more"])
+    assert counter.allocations == 1
+    model(["one again"])
+    assert counter.allocations == 2
+
+
+def test_a_failed_call_allocates_afresh_and_the_next_answers(lite):
+    model = LiteRTModel(lite, num_threads=1)
+    first = model(["Call me Ishmael."])
+    with pytest.raises((ValueError, RuntimeError)):
+        model.run("serving_default", text=np.zeros([1], np.float32))  # the shape it has
+    assert model._runners["serving_default"].shapes == {}
+    np.testing.assert_array_equal(model(["Call me Ishmael."])["logits"], first["logits"])
