@@ -142,13 +142,20 @@ def row_ids(lengths) -> tf.Tensor:
     return tf.cumsum(marks)[:total]
 
 
-def padded(values, splits, pad) -> tf.Tensor:
-    """`[rows, longest]`: each row `values[splits[r]:splits[r + 1]]`, padded with `pad`."""
+def padding_index(splits) -> tf.Tensor:
+    """`[rows, longest]` positions in the `splits[-1]` values of rows `splits`: row `r`'s
+    values, then `splits[-1]`, where `padded` puts the pad. Computed once for all the
+    arrays split alike (a tagger's labels, scores and offsets per word): each op of a
+    LiteRT graph costs its call, whatever its size."""
     lengths = splits[1:] - splits[:-1]
     width = tf.reduce_max(tf.concat([lengths, [0]], 0))
     column = tf.range(width)[None, :]
-    inside = column < lengths[:, None]
-    index = tf.where(inside, splits[:-1, None] + column, tf.size(values))
+    return tf.where(column < lengths[:, None], splits[:-1, None] + column, splits[-1])
+
+
+def padded(values, index, pad) -> tf.Tensor:
+    """`[rows, longest]`: each row of `values` (`[splits[-1]]`) at `padding_index(splits)`,
+    padded with `pad`."""
     return tf.gather(tf.concat([values, tf.reshape(tf.cast(pad, values.dtype), [1])], 0),
                      index)
 

@@ -10,6 +10,7 @@ from keras_bert.export.litert_text import (
     ContextRanks,
     cut,
     padded,
+    padding_index,
     python_whitespace,
     row_ids,
     split_words,
@@ -99,5 +100,9 @@ def test_cut_and_padded():
     assert cut(text, starts, ends).numpy().tolist() == [
         ["naïve".encode(), "café".encode()], [b"", b""], ["文".encode(), b""]]
     values, splits = tf.constant([1, 2, 3, 4]), tf.constant([0, 3, 3, 4])
-    assert padded(values, splits, -1).numpy().tolist() == [[1, 2, 3], [-1, -1, -1],
-                                                           [4, -1, -1]]
+    index = padding_index(splits)
+    assert index.numpy().tolist() == [[0, 1, 2], [4, 4, 4], [3, 4, 4]]
+    assert padded(values, index, -1).numpy().tolist() == [[1, 2, 3], [-1, -1, -1],
+                                                          [4, -1, -1]]
+    assert padded(values * 10, index, 0).numpy().tolist() == [[10, 20, 30], [0, 0, 0],
+                                                              [40, 0, 0]]

@@ -21,6 +21,7 @@ from keras_bert.export.litert_text import (
     cut,
     pack,
     padded,
+    padding_index,
     row_ids,
     split_words,
     windows,
@@ -50,14 +51,15 @@ class TaggerGraph(LiteRTGraph):
         label_ids = tf.argmax(first_piece, axis=-1, output_type=tf.int32)
         scores = tf.reduce_max(tf.nn.softmax(first_piece), axis=-1)
         splits = words["word_splits"]
+        index = padding_index(splits)
         # Pads: the SavedModel's; a label past the names is "" (no select over strings).
-        ids = padded(label_ids, splits, len(self.label_names))
+        ids = padded(label_ids, index, len(self.label_names))
         names = tf.constant([*self.label_names, ""], tf.string)
-        starts, ends = (padded(words[k], splits, PAD_OFFSET) for k in ("starts", "ends"))
+        starts, ends = (padded(words[k], index, PAD_OFFSET) for k in ("starts", "ends"))
         return {"tokens": cut(text, tf.maximum(starts, 0), tf.maximum(ends, 0)),
                 "labels": tf.gather(names, ids),
                 "label_ids": tf.where(ids < len(self.label_names), ids, PAD_ID),
-                "scores": padded(scores, splits, PAD_SCORE),
+                "scores": padded(scores, index, PAD_SCORE),
                 "start_offsets": tf.cast(starts, tf.int64),
                 "end_offsets": tf.cast(ends, tf.int64),
                 "num_words": splits[1:] - splits[:-1]}
