@@ -19,8 +19,8 @@ answers the pooler output of all-MiniLM-L6-v2 for one text):
 One process; each runtime measured two ways, side by side, every one with `--threads`
 threads and its runtime's default settings otherwise (ONNX Runtime: full graph
 optimisation): back to back, contenders taking turns by blocks of `--block` requests (each
-block opened by 3 untimed ones; `common.interleaved`), as a server answering a stream of
-requests with one runtime sees it; and call by call, where each batch-1 call finds the
+block opened by `--block-warmup` untimed ones; `common.interleaved`), as a server answering
+a stream of requests with one runtime sees it; and call by call, where each batch-1 call finds the
 weights out of the caches after another runtime's call. Before timing, each contender's vectors on the texts are
 compared with `ort`'s (cosine printed). Texts (`--corpus`): `spans`, corpus spans of
 `--length` word pieces (every request the same length); `rotten-tomatoes`, the first `--texts` held-out
@@ -37,8 +37,9 @@ this figure: its interpreter resizes the network's tensors).
 LiteRT files (tags per word; answers with offsets) against `tokenizers` + ONNX Runtime with
 the post-processing a Hugging Face user writes (the first piece's label per word; the best
 `start + end` span over the overflowing windows, cut by the offsets) and our SavedModel, in
-two modes side by side: each runtime answering all texts back to back (as a server does),
-and interleaved call by call.
+the same two modes side by side: back to back by blocks of `--block` requests (as a server
+answering a stream sees it; short turns, so that a slow spell of the host falls on every
+contender alike rather than on the one whose turn it was), and interleaved call by call.
 
     .venv/bin/python bench/litert_latency.py --task tag,squad --texts 200 --runs 600
 """
@@ -73,9 +74,16 @@ def parse_args(argv=None):
                                         "also compare int8 and float32 held-out accuracy")
     p.add_argument("--held-out", type=int, default=2000, help="held-out snippets (--classifier)")
     p.add_argument("--block", type=int, default=20,
-                   help="requests per turn back to back (each turn opened by 3 untimed "
-                        "ones); the call-by-call columns take turns by request, every call "
-                        "after another runtime's (cold caches)")
+                   help="requests per turn back to back (each turn opened by --block-warmup "
+                        "untimed ones); the call-by-call columns take turns by request, "
+                        "every call after another runtime's (cold caches)")
+    # After another runtime's turn each runtime answers slower for a while, up to 2x at
+    # first (the other's threads still spinning, its own weights out of the caches): ONNX
+    # Runtime for 3-8 requests after LiteRT, LiteRT for up to 39 after ONNX Runtime, whose
+    # threads spin longer (bench/runtime_switch.py; bench/RESULTS.md, "LiteRT taggers and
+    # span QA against ONNX Runtime int8"). A server answering one model does not see that.
+    p.add_argument("--block-warmup", type=int, default=40,
+                   help="untimed requests opening each turn back to back")
     p.add_argument("--contenders", default=",".join(CONTENDERS),
                    help=f"comma-separated, of {', '.join(CONTENDERS)} (ort and ort_int8 always "
                         "run: the ratios' references)")
@@ -140,9 +148,11 @@ def agreement(contenders: dict, texts: list[str]) -> dict[str, float]:
     return out
 
 
-def latency(contenders: dict, texts: list[str], runs: int, block: int) -> dict:
+def latency(contenders: dict, texts: list[str], runs: int, block: int,
+            block_warmup: int = 0) -> dict:
     """Median and p90 milliseconds per request, each contender's texts in the same order,
-    turns taken by blocks of `block` requests (`common.interleaved`)."""
+    turns taken by blocks of `block` requests, each opened by `block_warmup` untimed ones
+    (`common.interleaved`)."""
     position = dict.fromkeys(contenders, 0)
 
     def request(name):
@@ -151,7 +161,7 @@ def latency(contenders: dict, texts: list[str], runs: int, block: int) -> dict:
             position[name] += 1
         return call
     timings = common.interleaved({name: request(name) for name in contenders}, runs,
-                                 warmup=5, log=None, block=block, block_warmup=3 if block > 1 else 0)
+                                 warmup=5, log=None, block=block, block_warmup=block_warmup)
     return {name: {"p50_ms": 1e3 * t.median,
                    "p90_ms": 1e3 * common.percentile(t.seconds, 90)}
             for name, t in timings.items()}
@@ -209,8 +219,8 @@ def span_report(contenders: dict, requests: list[tuple], args) -> str:
     ref = [calls["ort"](r) for r in requests]
     agree = {name: 100 * sum(fn(r) == a for r, a in zip(requests, ref, strict=True))
              / len(requests) for name, fn in calls.items()}
-    rounds = max(args.runs // len(requests), 1)
-    modes = {"back to back": latency(calls, requests, rounds * len(requests), len(requests)),
+    modes = {"back to back": latency(calls, requests, args.runs, args.block,
+                                     args.block_warmup),
              "call by call": latency(calls, requests, args.runs, 1)}
     b2b = modes["back to back"]
     rows = [[name, *(f"{modes[m][name]['p50_ms']:.2f}" for m in modes),
@@ -231,7 +241,7 @@ def embed_report(args, root: str, model: str, log) -> None:
     texts, what = request_texts(args, vocab)
     cosines = agreement(contenders, texts)
     log("least cosine with ort: " + ", ".join(f"{k} {v:.5f}" for k, v in cosines.items()))
-    result = latency(contenders, texts, args.runs, args.block)
+    result = latency(contenders, texts, args.runs, args.block, args.block_warmup)
     by_call = latency(contenders, texts, args.runs, 1)
     rows = [[name, f"{r['p50_ms']:.2f}", f"{r['p90_ms']:.2f}",
              f"{result['ort']['p50_ms'] / r['p50_ms']:.2f}x",
@@ -242,7 +252,8 @@ def embed_report(args, root: str, model: str, log) -> None:
              f"{cosines[name]:.5f}"]
             for name, r in result.items()]
     print(f"{model}, batch 1, {what}, {args.threads} threads, {args.runs} requests each, "
-          f"back to back by blocks of {args.block} and call by call "
+          f"back to back by blocks of {args.block} (after {args.block_warmup} untimed) and "
+          f"call by call "
           f"({common.host_line(common.machine_description())})")
     print(common.markdown_table(["contender", "back to back p50 ms", "p90 ms", "ort fp32 / it",
                                  "ort int8 / it", "call by call p50 ms", "ort fp32 / it",
@@ -257,7 +268,7 @@ def embed_report(args, root: str, model: str, log) -> None:
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.quick:
-        args.runs, args.texts, args.held_out = 5, 4, 20
+        args.runs, args.texts, args.held_out, args.block_warmup = 5, 4, 20, 1
     common.configure_threads(args.threads)
     model = "tiny" if args.quick else "minilm-l6"
 
@@ -276,7 +287,9 @@ def main(argv=None) -> int:
             requests = ([(t,) for t in texts] if task == "tag" else
                         [(QUESTIONS[i % len(QUESTIONS)], t) for i, t in enumerate(texts)])
             print(f"{model} {task}, batch 1, {what}, {args.threads} threads, {args.runs} "
-                  f"requests each ({common.host_line(common.machine_description())})")
+                  f"requests each, back to back by blocks of {args.block} (after "
+                  f"{args.block_warmup} untimed) and call by call "
+                  f"({common.host_line(common.machine_description())})")
             print(span_report(contenders, requests, args))
     return 0
 

@@ -1,7 +1,8 @@
 """The tagger's and span QA's contenders of `bench/litert_latency.py --task tag,squad`: a
 random head on the encoder, as a Hugging Face `BertFor*` model (run by `tokenizers` + ONNX
 Runtime with the post-processing a Hugging Face user writes) and as ours (the LiteRT files,
-float32 and int8, and the SavedModel through TF Serving's loader)."""
+float32 and int8, the int8 file also through LiteRT's own `SignatureRunner`
+(`litert_int8_runner`), and the SavedModel through TF Serving's loader)."""
 
 from __future__ import annotations
 
@@ -125,7 +126,7 @@ def build_spans(root: str, model: str, task: str, threads: int, max_length: int)
     per word, or function(question, context) -> the answer."""
     import numpy as np
 
-    from keras_bert.export.litert_runtime import LiteRTModel
+    from keras_bert.export.litert_runtime import LiteRTModel, make_interpreter, text_array
     from keras_bert.export.session_bundle import SessionBundle
     from keras_bert.tasks.task_conversion import convert
     from keras_bert.tasks.task_model import TextTaskModel
@@ -145,6 +146,11 @@ def build_spans(root: str, model: str, task: str, threads: int, max_length: int)
     tokenizer = serving.hf_tokenizer(os.path.join(hf_dir, "vocab.txt"))
     tokenizer.no_padding()
     module = ours._serving_functions(None, max_length)
+    # The int8 file through LiteRT's own `SignatureRunner`, which allocates on every call
+    # (`LiteRTModel` allocates only when a shape changes: `litert_runtime.SignatureCall`), in
+    # an interpreter of its own.
+    with open(lite["int8"].path, "rb") as f:
+        runner = make_interpreter(f.read(), threads).get_signature_runner("serving_default")
     if task == "tag":
         tokenizer.enable_truncation(max_length)
         ort = {n: hf_tagger(tokenizer, common.ort_session(p, threads)) for n, p in
@@ -153,7 +159,8 @@ def build_spans(root: str, model: str, task: str, threads: int, max_length: int)
         def tags(outputs):
             return [t.decode() for t in outputs["labels"][0, :outputs["num_words"][0]]]
         return {"litert": lambda t: tags(lite["none"](t)),
-                "litert_int8": lambda t: tags(lite["int8"](t)), **ort,
+                "litert_int8": lambda t: tags(lite["int8"](t)),
+                "litert_int8_runner": lambda t: tags(runner(text=text_array(t))), **ort,
                 "session": lambda t: tags(bundle.run("serving_default", {
                     "text": np.array([t], dtype=object)}))}
     # Windows overlapping by a quarter of the length (Hugging Face's `stride` is the
@@ -162,7 +169,9 @@ def build_spans(root: str, model: str, task: str, threads: int, max_length: int)
     ort = {n: hf_answerer(tokenizer, common.ort_session(p, threads), module.decoding)
            for n, p in (("ort", onnx), ("ort_int8", onnx_int8))}
     return {"litert": lambda q, c: lite["none"](q, c)["answer"][0].decode(),
-            "litert_int8": lambda q, c: lite["int8"](q, c)["answer"][0].decode(), **ort,
+            "litert_int8": lambda q, c: lite["int8"](q, c)["answer"][0].decode(),
+            "litert_int8_runner": lambda q, c: runner(question=text_array(q), context=text_array(
+                c))["answer"][0].decode(), **ort,
             "session": lambda q, c: bundle.run("serving_default", {
                 "question": np.array([q], dtype=object),
                 "context": np.array([c], dtype=object)})["answer"][0].decode()}

@@ -43,6 +43,9 @@ BENCHMARKS = {
     "litert_latency.py": r"\| litert_int8 \| [\d.]+ \| [\d.]+ \| [\d.]+x \| [\d.]+x \| [\d.]+ "
                          r"\| [\d.]+x \| [\d.]+x \| [\d.]+ \|",
     "litert_xnnpack.py": r"\| interpreter_static \| [\d.]+ \| [\d.]+x \| [\d.e+-]+ \|",
+    "litert_breakdown.py": r"\| \+ network \| [\d.]+ \| [+-][\d.]+ \|(?s:.*)"
+                           r"\| network alone, two lengths in turn \| [\d.]+ \|  \|",
+    "runtime_switch.py": r"\| ort_int8 \| litert_int8 \| (?:[\d.]+ ){11}[\d.]+ \| \d+ \| [\d.]+ \|",
 }
 
 
@@ -67,7 +70,7 @@ WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit
 # Those with Hugging Face's torch models among their contenders.
 WITH_TORCH = ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
               "serving_latency.py", "serving_profile.py", "long_documents.py",
-              "litert_latency.py", "litert_xnnpack.py")
+              "litert_latency.py", "litert_xnnpack.py", "runtime_switch.py", "litert_breakdown.py")
 
 
 @pytest.mark.slow
@@ -78,10 +81,11 @@ WITH_TORCH = ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
 def test_quick_mode_runs_and_compares(script):
     if script in WITH_TORCH:
         require("transformers")
-    if script in ("litert_latency.py", "litert_xnnpack.py"):
+    if script in ("litert_latency.py", "litert_xnnpack.py", "runtime_switch.py",
+                  "litert_breakdown.py"):
         require("ai_edge_litert")
     if script in ("serving_latency.py", "serving_profile.py", "encoder_forward.py",
-                  "litert_latency.py", "litert_xnnpack.py"):
+                  "litert_latency.py", "litert_xnnpack.py", "runtime_switch.py"):
         require("onnxruntime")
         require("onnxscript")
     if script == "beam_pipeline.py":
