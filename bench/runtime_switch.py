@@ -51,18 +51,18 @@ def settling(contenders: dict, requests: list[tuple], target: str, other: str,
              args) -> list[float]:
     """Per-request milliseconds of `target`'s first `args.after` requests after a turn of
     `other`, each the median over `args.repeats` repeats."""
-    def turn(name: str, count: int, timed: bool) -> list[float]:
+    def turn(name: str, count: int) -> list[float]:
         times = []
         for request in requests[:count]:
             start = time.perf_counter()
             contenders[name](*request)
             times.append(1e3 * (time.perf_counter() - start))
-        return times if timed else []
+        return times
 
     runs = []
     for _ in range(args.repeats):
-        turn(other, args.before, timed=False)
-        runs.append(turn(target, args.after, timed=True))
+        turn(other, args.before)
+        runs.append(turn(target, args.after))
     return [statistics.median(column) for column in zip(*runs, strict=True)]
 
 

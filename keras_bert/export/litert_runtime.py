@@ -189,7 +189,7 @@ class SignatureCall:
     LiteRT's `SignatureRunner` resizes the inputs and allocates on every call. With a
     string input (a dynamic tensor, whatever its shape) that allocation re-prepares every
     op of the graph, network included, before the interpreter prepares again what the new
-    text changes: 0.04-0.08 ms of a 1.1-1.2 ms int8 tagger or span QA answer
+    text changes: 1-5% of an int8 tagger's or span QA's answer against LiteRT's runner
     (bench/RESULTS.md, "LiteRT taggers and span QA against ONNX Runtime int8"). Resizing
     only on a new shape is the interpreter's own contract (its C++ API allocates after a
     resize; ops whose inputs change size inside a call are prepared again by the
@@ -211,7 +211,6 @@ class SignatureCall:
         arrays = {name: np.asarray(value) for name, value in inputs.items()}
         try:
             if any(self.shapes.get(n) != a.shape for n, a in arrays.items()):
-                self.shapes = {}  # until the allocation below succeeds
                 for name, array in arrays.items():
                     wrapper.ResizeInputTensor(tensors[name], np.array(array.shape, np.int32),
                                               False, index)
