@@ -25,12 +25,14 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 
 from tests.export.runtimes import cache_dir, environment_python
 from tests.support.built_distributions import built_distributions
 from tests.support.installed_commands import run_commands
+from tests.support.schedule import CYCLE
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OLDEST = os.path.join(REPO, "constraints-oldest.txt")
@@ -41,8 +43,18 @@ SMOKE_TESTS = ("convert_each_format or google_round_trip or hf_round_trip or rul
 # pip, not uv: what a user's `pip install` resolves is the claim. --no-compile: byte-compiling
 # every module of TensorFlow took ~20 s of an environment's ~55 s on 2 cores (2026-11-26).
 PIP_INSTALL = ["install", "-q", "--disable-pip-version-check", "--no-compile"]
+SMOKE_COUNT = 9  # the tests SMOKE_TESTS selects: each must run and pass
 VERSIONS = ("import importlib.metadata as m, json; print(json.dumps({d.metadata['Name'].lower()"
             ": d.version for d in m.distributions()}))")
+
+
+def smoke_environment() -> dict[str, str]:
+    """The inner suite's environment: CI's rules (CI=true: a missing reference fails) without
+    CI's rotation. With `KERAS_BERT_ROTATION`, the inner run would keep only its landing's slow
+    tests among the smoke files, and drop the slow tokenizer comparisons in most landings."""
+    env = dict(os.environ, CI="true", TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("KERAS_BERT_ROTATION", None)
+    return env
 
 
 def _pins(path: str) -> dict[str, str]:
@@ -99,8 +111,40 @@ def test_oldest_supported_versions_run_the_smoke_subset(tmp_path):
         [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
          str(tmp_path / "inner"), *SMOKE_FILES, "-k", SMOKE_TESTS],
         capture_output=True, text=True, cwd=REPO, timeout=1800,
-        env=dict(os.environ, CI="true", TF_CPP_MIN_LOG_LEVEL="3"))
+        env=smoke_environment())
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     # every selected test ran and passed under CI's rule (a missing reference fails)
-    assert re.fullmatch(r"9 passed, \d+ deselected in .*", summary), summary
+    assert re.fullmatch(rf"{SMOKE_COUNT} passed, \d+ deselected in .*", summary), summary
+
+
+# The oldest test runs in one landing of CI's cycle, the slow tokenizer comparisons among its
+# smoke tests in another: the inner run must select all of them whatever the landing.
+COLLECT_IN_EACH = """
+import contextlib, io, json, os, sys
+import pytest
+files, keyword, environments = json.load(sys.stdin)
+counts = []
+class Count:
+    def pytest_collection_finish(self, session):
+        counts.append(len(session.items))
+for env in environments:
+    os.environ.clear()
+    os.environ.update(env)
+    with contextlib.redirect_stdout(io.StringIO()):
+        pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                     *files, "-k", keyword], plugins=[Count()])
+print(json.dumps(counts))
+"""
+
+
+def test_smoke_subset_is_whole_in_every_landing(monkeypatch):
+    environments = []
+    for turn in range(CYCLE):
+        monkeypatch.setenv("KERAS_BERT_ROTATION", str(turn))  # as `.ci/run` exports it
+        environments.append(smoke_environment())
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECT_IN_EACH], capture_output=True, text=True, cwd=REPO,
+        input=json.dumps([SMOKE_FILES, SMOKE_TESTS, environments]), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == [SMOKE_COUNT] * CYCLE
