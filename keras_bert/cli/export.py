@@ -63,10 +63,8 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     """Exports and prints where the version went and its signatures."""
-    if args.hub and (args.precision not in (None, "float32") or args.xla):
-        raise ValueError("--hub writes plain float32 encoders; --precision and --xla apply "
-                         "to the single-SavedModel export")
     if args.hub:
+        _refuse_for_hub(args)
         from keras_bert.checkpoints import load_model_dir
         from keras_bert.export.hub_pair import export_hub_pair
 
@@ -96,6 +94,24 @@ def run(args) -> int:
     print(f"exported version {exported.version} ({exported.task}) to {exported.path}")
     print(json.dumps(exported.signatures, indent=2))
     return 0
+
+
+def _refuse_for_hub(args) -> None:
+    """`--hub` writes float32 encoder pairs for any length: the options of the single export
+    it would not apply are refused by name, never ignored."""
+    given = [flag for flag, value, default in (
+        ("--version", args.version, None), ("--max-length", args.max_length, None),
+        ("--precision", args.precision, "float32"), ("--xla", args.xla, False),
+        ("--pooling", args.pooling, None),
+        ("--null-score-threshold", args.null_score_threshold, None),
+        ("--model-name", args.model_name, "bert"),
+        ("--format", args.format, "saved_model"), ("--quantize", args.quantize, "none"),
+        ("--litert-tokenizer", args.litert_tokenizer, None))
+        if value not in (None, default)]
+    if given:
+        raise ValueError(f"{', '.join(given)}: not an option of --hub (it writes float32 "
+                         "preprocess/ and encoder/ SavedModels; --seq-length, --rules, "
+                         "--target and --no-audit apply)")
 
 
 def _litert(args, export_model) -> int:

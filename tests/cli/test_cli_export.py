@@ -1,0 +1,46 @@
+"""`keras-bert export --hub`: the single export's options it would not apply are refused by
+name in one line, before anything is read or written; the options it takes still work."""
+
+import json
+import os
+
+import pytest
+
+from keras_bert.cli import main
+from tests.export.helpers import make_tiny_model_dir
+
+# Each option the single SavedModel or LiteRT export takes and the hub pair does not.
+IGNORED_BY_HUB = [["--version", "3"], ["--max-length", "32"], ["--precision", "bfloat16"],
+                  ["--xla"], ["--pooling", "mean"], ["--null-score-threshold", "1.5"],
+                  ["--model-name", "other"], ["--format", "litert"], ["--quantize", "int8"],
+                  ["--litert-tokenizer", "none"]]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return make_tiny_model_dir(str(tmp_path_factory.mktemp("hub-cli") / "tiny"), 0)
+
+
+@pytest.mark.parametrize("option", IGNORED_BY_HUB, ids=lambda o: o[0])
+def test_hub_refuses_an_option_it_would_ignore(model_dir, tmp_path, capsys, option):
+    code = main(["export", model_dir, str(tmp_path / "hub"), "--hub", *option])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and err.count("\n") == 0, err
+    assert f"{option[0]}: not an option of --hub" in err
+    assert not (tmp_path / "hub").exists()
+
+
+def test_hub_names_every_ignored_option_at_once(model_dir, tmp_path, capsys):
+    code = main(["export", model_dir, str(tmp_path / "hub"), "--hub", "--quantize", "int8",
+                 "--format", "litert"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and "--format, --quantize: not an option of --hub" in err
+
+
+def test_hub_takes_its_own_options(model_dir, tmp_path, capsys):
+    code = main(["export", model_dir, str(tmp_path / "hub"), "--hub", "--precision", "float32",
+                 "--seq-length", "16", "--quantize", "none", "--format", "saved_model"])
+    assert code == 0, capsys.readouterr().err
+    paths = json.loads(capsys.readouterr().out)
+    assert sorted(paths) == ["encoder", "preprocess"]
+    assert all(os.path.exists(os.path.join(p, "saved_model.pb")) for p in paths.values())
