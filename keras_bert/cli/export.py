@@ -32,8 +32,8 @@ def register(subparsers) -> None:
                         "weights and outputs stay float32 (default: the precision the model "
                         "was trained and saved in, so the export answers as predict does)")
     p.add_argument("--xla", action="store_true",
-                   help="run the network XLA-compiled over length buckets (sentence-level "
-                        "tasks; TF Serving needs --xla_cpu_compilation_enabled=true)")
+                   help="run the network XLA-compiled over length buckets (every kind; TF "
+                        "Serving needs --xla_cpu_compilation_enabled=true)")
     p.add_argument("--pooling", choices=("pooled", "cls", "mean"),
                    help="encoder exports: the `embedding` output")
     p.add_argument("--target", default=DEFAULT_TARGET,

@@ -70,7 +70,7 @@ def write_version(model, base_dir: str, version: int | None = None,
     the op audit). `precision`: None (the model's own, so that the export answers as
     `predict` does), `float32`, or `bfloat16` / `float16` for accelerators (matmuls in that
     precision; the weights are stored in float32 and every output is float32). `xla`: the
-    network XLA-compiled over length buckets (sentence-level kinds; TF Serving needs
+    network XLA-compiled over length buckets (every kind; TF Serving needs
     `--xla_cpu_compilation_enabled=true`); the warmup file then holds one batch-1 request
     per length bucket, so each compiles before traffic. `pooling`: an embedder's
     `embedding`; `null_score_threshold`: a SQuAD v2.0 question answerer answers "" when the

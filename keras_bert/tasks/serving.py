@@ -112,9 +112,6 @@ class ServingModule:
         return {**result, "num_tokens": batch.num_tokens, "num_windows": batch.num_windows,
                 "truncated": batch.truncated}
 
-    # Sentence-level modules may run the network XLA-compiled (`use_xla`); the tagger and
-    # span-QA subclasses read per-token outputs at the packed length and do not.
-    supports_xla = True
     # Whether the network's outputs have a position axis (axis 1: the tagger's logits, span
     # QA's start and end logits), cut back to the packed length after a padded run.
     per_token_outputs = False
@@ -126,8 +123,6 @@ class ServingModule:
 
         TF Serving runs such exports only with `--xla_cpu_compilation_enabled=true`.
         """
-        if not self.supports_xla:
-            raise ValueError(f"{type(self).__name__} exports cannot run XLA-compiled")
         self._xla_model = tf.function(lambda inputs: self.model(inputs, training=False),
                                       jit_compile=True, autograph=False)
         self._traced = {}  # functions traced earlier would run the network without XLA

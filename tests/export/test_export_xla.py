@@ -1,7 +1,8 @@
 """`keras-bert export --xla`: the network XLA-compiled over length buckets. Loaded as TF
 Serving loads it (Session, fresh process), it answers what the plain export answers on
-texts of many lengths, batch 1 and mixed batches (11 texts: 16 rows compiled); its warmup
-file holds one request per length bucket; per-token task kinds refuse it by name."""
+texts of many lengths, batch 1 and mixed batches (11 texts: 16 rows compiled), for a
+sentence-level kind, the embedder and the per-token kinds (tagger, span QA: their outputs cut
+back to the packed length); its warmup file holds one request per length bucket."""
 
 from __future__ import annotations
 
@@ -28,26 +29,43 @@ TEXTS = ["", "Call me Ishmael."] + [" ".join(WORDS[i % len(WORDS)] for i in rang
                                    for n in (5, 13, 14, 15, 29, 30, 40, 61, 80)]
 
 
+TASKS = {"classify": ({"kind": "classify", "seq_length": 32}, ["a", "b", "c"]),
+         "tag": ({"kind": "tag", "seq_length": 24, "num_classes": 3}, ["B-PER", "I-PER", "O"]),
+         "squad": ({"kind": "squad", "seq_length": 40, "max_query_length": 8, "doc_stride": 16,
+                    "version_2": True}, None)}
+
+
+def _request(kind: str, texts: list[str]) -> dict:
+    """`serving_default`'s inputs: span QA reads each text as the context of one question."""
+    strings = np.array([t.encode() for t in texts], dtype=object)
+    if kind == "squad":
+        return {"question": np.array([b"who sat on the mat?"] * len(texts), dtype=object),
+                "context": strings}
+    return {"text": strings}
+
+
 @pytest.mark.slow  # over 30 s in CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md
-@pytest.mark.parametrize("kind", ["classify", "embed"])
+@pytest.mark.parametrize("kind", ["classify", "embed", "tag", "squad"])
 def test_xla_export_answers_as_the_plain_export(tmp_path, kind):
     if kind == "embed":
         model_dir = make_tiny_model_dir(tmp_path / "m")
     else:
-        model_dir = make_tiny_task_dir(tmp_path / "m", {"kind": "classify", "seq_length": 32},
-                                       ["a", "b", "c"])
+        model_dir = make_tiny_task_dir(tmp_path / "m", *TASKS[kind])
     for flag, version in (([], "1"), (["--xla"], "2")):
         assert main(["export", model_dir, str(tmp_path / "serving"), "--version", version,
                      *flag]) == 0
     jobs, outs = [], {}
     for index, texts in enumerate([[t] for t in TEXTS] + [TEXTS]):
         inputs = str(tmp_path / f"in-{index}.npz")
-        save_arrays(inputs, {"text": np.array([t.encode() for t in texts], dtype=object)})
+        save_arrays(inputs, _request(kind, texts))
         for version in ("1", "2"):
             out = str(tmp_path / f"out-{index}-{version}.npz")
             jobs.append({"export": str(tmp_path / "serving" / version),
                          "signature": "serving_default", "inputs": inputs, "outputs": out})
             outs[index, version] = out
+    for version, compiled in (("1", 0), ("2", 1)):  # the network under jit_compile: XLA
+        graph = (tmp_path / "serving" / version / "saved_model.pb").read_bytes()
+        assert min(graph.count(b"_XlaMustCompile"), 1) == compiled, version
     run_session_jobs(sys.executable, jobs, tmp_path)
     for index in range(len(TEXTS) + 1):
         plain, xla = (read_outputs(outs[index, v]) for v in ("1", "2"))
@@ -61,7 +79,7 @@ def test_xla_export_answers_as_the_plain_export(tmp_path, kind):
 
     warmup = os.path.join(tmp_path, "serving", "2", "assets.extra", "tf_serving_warmup_requests")
     records = list(tf.data.TFRecordDataset(warmup))
-    longest = 64 if kind == "embed" else 32  # 64 positions; the classifier's task: 32
+    longest = 64 if kind == "embed" else TASKS[kind][0]["seq_length"]  # embed: 64 positions
     assert len(records) == 1 + len(bucket_word_counts(length_buckets(longest)))
 
 
@@ -89,11 +107,3 @@ def test_buckets():
                 np.testing.assert_array_equal(padded["input_word_ids"][batch:],
                                               np.repeat(padded["input_word_ids"][:1],
                                                         rows - batch, axis=0))
-
-
-def test_per_token_tasks_refuse_xla(tmp_path, capsys):
-    model_dir = make_tiny_task_dir(tmp_path / "m", {"kind": "tag", "seq_length": 24,
-                                                    "num_classes": 3}, ["B-PER", "I-PER", "O"])
-    assert main(["export", model_dir, str(tmp_path / "serving"), "--xla"]) != 0
-    assert "cannot run XLA-compiled" in capsys.readouterr().err
-    assert not os.path.exists(tmp_path / "serving" / "1")

@@ -7,8 +7,9 @@ as its kernel libraries, in three runtimes: this environment (TF 2.21), TF 2.20.
 2.13-2.19), the last two in virtual environments holding nothing else
 (`tests/export/runtimes`). Every output is compared with the in-process result on the same
 strings (hard cases and real text): floats within 1e-5 (1e-3 for the `export --precision`
-bfloat16 / float16 cases), strings, ids and labels identical. `classify_xla` (`export --xla`)
-checks that each runtime runs the XLA-compiled network; `classify_windows` and
+bfloat16 / float16 cases), strings, ids and labels identical. `classify_xla`, `tag_xla` and
+`span_qa_xla` (`export --xla`) check that each runtime runs the XLA-compiled network, per-token
+outputs cut back to the packed length; `classify_windows` and
 `pair_windows`, that long texts read in windows (flattened into one batch, logits gathered
 back per text) answer there as in process.
 
@@ -85,6 +86,10 @@ TASKS = {  # export name -> (task block, labels, export options)
     "embed_float16": (None, None, {"precision": "float16"}),
     "classify_xla": ({"kind": "classify", "seq_length": 32}, ["neg", "pos", "plot"],
                      {"xla": True}),
+    "tag_xla": ({"kind": "tag", "seq_length": 24, "num_classes": 3}, ["B-PER", "I-PER", "O"],
+                {"xla": True}),
+    "span_qa_xla": ({"kind": "squad", "seq_length": 48, "max_query_length": 12,
+                     "doc_stride": 16, "version_2": True}, None, {"xla": True}),
 }
 
 
@@ -105,7 +110,7 @@ def _numpy(outputs: dict) -> dict:
 # (real MiniLM, float32 / bfloat16 / float16) and tests/export/test_export_xla.py load the
 # same export options in TF Serving's Session loader every run (building them here too: ~30 s of CI's
 # time per run, 2026-11-27).
-VARIANTS = ("classify_bfloat16", "embed_float16", "classify_xla")
+VARIANTS = ("classify_bfloat16", "embed_float16", "classify_xla", "tag_xla", "span_qa_xla")
 
 
 class Exports:

@@ -56,7 +56,6 @@ class QuestionAnswererServing(ServingModule):
         `run_squad.py`'s, see the module docstring).
     """
 
-    supports_xla = False  # per-token outputs at the packed length
     per_token_outputs = True
 
     def __init__(self, model, preprocessor, max_query_length: int = 64, doc_stride: int = 128,

@@ -69,7 +69,6 @@ class TokenClassifierServing(ServingModule):
       doc_stride: how far the windows over a long text advance (the training setting).
     """
 
-    supports_xla = False  # per-token outputs at the packed length
     per_token_outputs = True
 
     def __init__(self, model, preprocessor, label_names: list[str], doc_stride: int):
