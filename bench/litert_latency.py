@@ -16,6 +16,9 @@ answers the pooler output of all-MiniLM-L6-v2 for one text):
 * `session`      our SavedModel export of the same embedder, loaded as TF Serving loads it
                  (`SessionBundle`), `serving_default` fed the raw string.
 
+`--task tag,squad` adds `litert_int8_runner` (the int8 file through LiteRT's own
+`SignatureRunner`) and `session_xla` (the SavedModel exported with `--xla`).
+
 One process; each runtime measured two ways, side by side, every one with `--threads`
 threads and its runtime's default settings otherwise (ONNX Runtime: full graph
 optimisation): back to back, contenders taking turns by blocks of `--block` requests (each
@@ -58,7 +61,8 @@ from bench import common  # noqa: E402
 from bench import serving_latency as serving  # noqa: E402
 from bench.litert_spans import QUESTIONS, SPAN_LENGTH, build_spans  # noqa: E402
 
-CONTENDERS = ("litert", "litert_int8", "ort", "ort_int8", "session")
+CONTENDERS = ("litert", "litert_int8", "litert_int8_runner", "ort", "ort_int8", "session",
+              "session_xla")
 
 
 def parse_args(argv=None):
@@ -208,6 +212,13 @@ def accuracy(classifier_dir: str, root: str, held_out: int, threads: int) -> lis
             ["int8", f"{100 * acc['int8']:.2f}", f"{100 * same:.2f}"]]
 
 
+def chosen(contenders: dict, names: str) -> dict:
+    """The `--contenders` among `contenders`, with `ort` and `ort_int8` (the ratios'
+    references) always; a task without one of the names leaves it out."""
+    keep = {"ort", "ort_int8", *names.split(",")}
+    return {name: fn for name, fn in contenders.items() if name in keep}
+
+
 def _spread(fn):
     return lambda request: fn(*request)
 
@@ -234,9 +245,7 @@ def span_report(contenders: dict, requests: list[tuple], args) -> str:
 def embed_report(args, root: str, model: str, log) -> None:
     """The embedder's table (and `--classifier`'s accuracy table), printed."""
     log(f"{model}: writing the exports and the ONNX files ...")
-    contenders = build(root, model, args.threads)
-    chosen = {"ort", "ort_int8", *args.contenders.split(",")}
-    contenders = {k: v for k, v in contenders.items() if k in chosen}
+    contenders = chosen(build(root, model, args.threads), args.contenders)
     vocab = os.path.join(serving.write_hf_model(model, root), "vocab.txt")
     texts, what = request_texts(args, vocab)
     cosines = agreement(contenders, texts)
@@ -281,7 +290,8 @@ def main(argv=None) -> int:
                 embed_report(args, root, model, log)
                 continue
             log(f"{model} {task}: writing the exports and the ONNX files ...")
-            contenders = build_spans(root, model, task, args.threads, SPAN_LENGTH)
+            contenders = chosen(build_spans(root, model, task, args.threads, SPAN_LENGTH),
+                                args.contenders)
             vocab = os.path.join(serving.write_hf_model(model, root), "vocab.txt")
             texts, what = request_texts(args, vocab)
             requests = ([(t,) for t in texts] if task == "tag" else

@@ -2,7 +2,8 @@
 random head on the encoder, as a Hugging Face `BertFor*` model (run by `tokenizers` + ONNX
 Runtime with the post-processing a Hugging Face user writes) and as ours (the LiteRT files,
 float32 and int8, the int8 file also through LiteRT's own `SignatureRunner`
-(`litert_int8_runner`), and the SavedModel through TF Serving's loader)."""
+(`litert_int8_runner`), and the SavedModel through TF Serving's loader, plain (`session`) and
+exported with `--xla` (`session_xla`: the network XLA-compiled over length buckets))."""
 
 from __future__ import annotations
 
@@ -138,9 +139,10 @@ def build_spans(root: str, model: str, task: str, threads: int, max_length: int)
                                        format="litert", tokenizer="fast-bert", quantize=q,
                                        max_length=max_length), num_threads=threads)
             for q in ("none", "int8")}
-    bundle = SessionBundle(ours.export(os.path.join(root, f"saved-{task}"),
-                                       precision="float32", target=None,
-                                       max_length=max_length))
+    bundles = {name: SessionBundle(ours.export(os.path.join(root, f"{name}-{task}"),
+                                               precision="float32", target=None,
+                                               max_length=max_length, xla=xla))
+               for name, xla in (("session", False), ("session_xla", True))}
     onnx = export_head_onnx(hf_dir, task, os.path.join(root, f"{task}.onnx"))
     onnx_int8 = common.onnx_int8(onnx)
     tokenizer = serving.hf_tokenizer(os.path.join(hf_dir, "vocab.txt"))
@@ -161,8 +163,8 @@ def build_spans(root: str, model: str, task: str, threads: int, max_length: int)
         return {"litert": lambda t: tags(lite["none"](t)),
                 "litert_int8": lambda t: tags(lite["int8"](t)),
                 "litert_int8_runner": lambda t: tags(runner(text=text_array(t))), **ort,
-                "session": lambda t: tags(bundle.run("serving_default", {
-                    "text": np.array([t], dtype=object)}))}
+                **{name: lambda t, b=bundle: tags(b.run("serving_default", {
+                    "text": np.array([t], dtype=object)})) for name, bundle in bundles.items()}}
     # Windows overlapping by a quarter of the length (Hugging Face's `stride` is the
     # overlap); the bench's contexts fit one window either way.
     tokenizer.enable_truncation(max_length, stride=max_length // 4, strategy="only_second")
@@ -172,6 +174,7 @@ def build_spans(root: str, model: str, task: str, threads: int, max_length: int)
             "litert_int8": lambda q, c: lite["int8"](q, c)["answer"][0].decode(),
             "litert_int8_runner": lambda q, c: runner(question=text_array(q), context=text_array(
                 c))["answer"][0].decode(), **ort,
-            "session": lambda q, c: bundle.run("serving_default", {
+            **{name: lambda q, c, b=bundle: b.run("serving_default", {
                 "question": np.array([q], dtype=object),
-                "context": np.array([c], dtype=object)})["answer"][0].decode()}
+                "context": np.array([c], dtype=object)})["answer"][0].decode()
+               for name, bundle in bundles.items()}}

@@ -31,9 +31,10 @@ def test_quick_mode_reports_the_tagger_and_span_qa():
     assert [t.split(",")[0] for t in tables] == ["tag", "squad"], done.stdout
     for table in tables:
         assert "| back to back p50 ms | call by call p50 ms |" in table, table
-        # The float32 files and the SavedModel answer as ORT float32 does (the same
-        # weights; the bench's texts are tokenized alike); int8 is timed, not gated here.
-        for name in ("litert", "session", "ort"):
+        # The float32 files and the SavedModels (plain and `--xla`) answer as ORT float32
+        # does (the same weights; the bench's texts are tokenized alike); int8 is timed,
+        # not gated here.
+        for name in ("litert", "session", "session_xla", "ort"):
             assert re.search(ROW.format(name=name, agree=r"100\.0"), table), (name, table)
         for name in ("litert_int8", "ort_int8"):
             assert re.search(ROW.format(name=name, agree=r"[\d.]+"), table), (name, table)
