@@ -96,18 +96,22 @@ def run(args) -> int:
     return 0
 
 
+def _given(options) -> list[str]:
+    """The flags of `(flag, value, default)` given a value other than their default."""
+    return [flag for flag, value, default in options if value not in (None, default)]
+
+
 def _refuse_for_hub(args) -> None:
     """`--hub` writes float32 encoder pairs for any length: the options of the single export
     it would not apply are refused by name, never ignored."""
-    given = [flag for flag, value, default in (
+    given = _given([
         ("--version", args.version, None), ("--max-length", args.max_length, None),
         ("--precision", args.precision, "float32"), ("--xla", args.xla, False),
         ("--pooling", args.pooling, None),
         ("--null-score-threshold", args.null_score_threshold, None),
         ("--model-name", args.model_name, "bert"),
         ("--format", args.format, "saved_model"), ("--quantize", args.quantize, "none"),
-        ("--litert-tokenizer", args.litert_tokenizer, None))
-        if value not in (None, default)]
+        ("--litert-tokenizer", args.litert_tokenizer, None)])
     if given:
         raise ValueError(f"{', '.join(given)}: not an option of --hub (it writes float32 "
                          "preprocess/ and encoder/ SavedModels; --seq-length, --rules, "
@@ -115,11 +119,16 @@ def _refuse_for_hub(args) -> None:
 
 
 def _litert(args, export_model) -> int:
-    """`--format litert`: the options the SavedModel's alone takes are refused by name."""
-    given = [flag for flag, value in (("--seq-length", args.seq_length), ("--xla", args.xla),
-                                       ("--hub", args.hub),
-                                       ("--null-score-threshold", args.null_score_threshold))
-             if value not in (None, False)]
+    """`--format litert`: the options the SavedModel's alone takes (its static length, XLA,
+    the hub pair, its warmup requests' model name, the op audit against model servers) are
+    refused by name."""
+    from keras_bert.export.op_audit import DEFAULT_TARGET
+
+    given = _given([
+        ("--seq-length", args.seq_length, None), ("--xla", args.xla, False),
+        ("--hub", args.hub, False), ("--null-score-threshold", args.null_score_threshold, None),
+        ("--model-name", args.model_name, "bert"), ("--target", args.target, DEFAULT_TARGET),
+        ("--no-audit", args.no_audit, False)])
     if given:
         raise ValueError(f"{', '.join(given)}: not an option of --format litert")
     exported = export_model(args.model_dir, args.base_dir, format="litert",

@@ -1,5 +1,6 @@
-"""`keras-bert export --hub`: the single export's options it would not apply are refused by
-name in one line, before anything is read or written; the options it takes still work."""
+"""`keras-bert export --hub` and `--format litert`: the options of the SavedModel export they
+would not apply are refused by name in one line, before anything is written; the options
+they take still work."""
 
 import json
 import os
@@ -14,6 +15,11 @@ IGNORED_BY_HUB = [["--version", "3"], ["--max-length", "32"], ["--precision", "b
                   ["--xla"], ["--pooling", "mean"], ["--null-score-threshold", "1.5"],
                   ["--model-name", "other"], ["--format", "litert"], ["--quantize", "int8"],
                   ["--litert-tokenizer", "none"]]
+
+
+# Each option of the SavedModel export alone, which the LiteRT file would ignore.
+IGNORED_BY_LITERT = [["--seq-length", "16"], ["--xla"], ["--null-score-threshold", "1.5"],
+                     ["--model-name", "other"], ["--target", "serving-2.20"], ["--no-audit"]]
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +50,13 @@ def test_hub_takes_its_own_options(model_dir, tmp_path, capsys):
     paths = json.loads(capsys.readouterr().out)
     assert sorted(paths) == ["encoder", "preprocess"]
     assert all(os.path.exists(os.path.join(p, "saved_model.pb")) for p in paths.values())
+
+
+@pytest.mark.parametrize("option", IGNORED_BY_LITERT, ids=lambda o: o[0])
+def test_litert_refuses_an_option_it_would_ignore(model_dir, tmp_path, capsys, option):
+    code = main(["export", model_dir, str(tmp_path / "lite"), "--format", "litert",
+                 "--litert-tokenizer", "none", *option])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and err.count("\n") == 0, err
+    assert f"{option[0]}: not an option of --format litert" in err
+    assert not (tmp_path / "lite").exists()
