@@ -59,7 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
 from bench import serving_latency as serving  # noqa: E402
-from bench.litert_spans import QUESTIONS, SPAN_LENGTH, build_spans  # noqa: E402
+from bench.litert_spans import SPAN_LENGTH, build_spans, span_requests  # noqa: E402
 
 CONTENDERS = ("litert", "litert_int8", "litert_int8_runner", "ort", "ort_int8", "session",
               "session_xla")
@@ -294,8 +294,7 @@ def main(argv=None) -> int:
                                 args.contenders)
             vocab = os.path.join(serving.write_hf_model(model, root), "vocab.txt")
             texts, what = request_texts(args, vocab)
-            requests = ([(t,) for t in texts] if task == "tag" else
-                        [(QUESTIONS[i % len(QUESTIONS)], t) for i, t in enumerate(texts)])
+            requests = span_requests(task, texts)
             print(f"{model} {task}, batch 1, {what}, {args.threads} threads, {args.runs} "
                   f"requests each, back to back by blocks of {args.block} (after "
                   f"{args.block_warmup} untimed) and call by call "

@@ -122,6 +122,14 @@ def hf_answerer(tokenizer, session, settings: dict):
     return run
 
 
+def span_requests(task: str, texts: list[str]) -> list[tuple]:
+    """The contenders' arguments for each text: `(text,)` for the tagger, `(question,
+    context)` for span QA (the questions in turn)."""
+    if task == "tag":
+        return [(t,) for t in texts]
+    return [(QUESTIONS[i % len(QUESTIONS)], t) for i, t in enumerate(texts)]
+
+
 def build_spans(root: str, model: str, task: str, threads: int, max_length: int) -> dict:
     """The contenders for `task` (`tag` or `squad`): name -> function(text) -> the tags
     per word, or function(question, context) -> the answer."""

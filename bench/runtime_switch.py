@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
 from bench import serving_latency as serving  # noqa: E402
-from bench.litert_spans import QUESTIONS, SPAN_LENGTH, build_spans  # noqa: E402
+from bench.litert_spans import SPAN_LENGTH, build_spans, span_requests  # noqa: E402
 
 PAIRS = ("litert_int8:litert_int8,litert_int8:litert,litert_int8:ort,litert_int8:ort_int8,"
          "litert_int8:session,ort_int8:ort_int8,ort_int8:litert,ort_int8:litert_int8,"
@@ -87,8 +87,7 @@ def main(argv=None) -> int:
         contenders = build_spans(root, model, args.task, args.threads, SPAN_LENGTH)
         vocab = os.path.join(serving.write_hf_model(model, root), "vocab.txt")
         texts = serving.texts_of_length(vocab, 32, max(args.before, args.after))
-        requests = ([(t,) for t in texts] if args.task == "tag" else
-                    [(QUESTIONS[i % len(QUESTIONS)], t) for i, t in enumerate(texts)])
+        requests = span_requests(args.task, texts)
         for request in requests[:5]:  # first calls: tracing, allocation
             for fn in contenders.values():
                 fn(*request)

@@ -120,13 +120,13 @@ def _refuse_for_hub(args) -> None:
 
 def _litert(args, export_model) -> int:
     """`--format litert`: the options the SavedModel's alone takes (its static length, XLA,
-    the hub pair, its warmup requests' model name, the op audit against model servers) are
-    refused by name."""
+    its warmup requests' model name, the op audit against model servers) are refused by
+    name (`--hub` with it is refused by `_refuse_for_hub`, which runs first)."""
     from keras_bert.export.op_audit import DEFAULT_TARGET
 
     given = _given([
         ("--seq-length", args.seq_length, None), ("--xla", args.xla, False),
-        ("--hub", args.hub, False), ("--null-score-threshold", args.null_score_threshold, None),
+        ("--null-score-threshold", args.null_score_threshold, None),
         ("--model-name", args.model_name, "bert"), ("--target", args.target, DEFAULT_TARGET),
         ("--no-audit", args.no_audit, False)])
     if given:
