@@ -23,34 +23,27 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import textwrap
-import time
-import urllib.request
 
 import pytest
 
 from tests.support.docs_pages import documentation
 from tests.support.hub_servers import HubServer, folder_files, hf_env
+from tests.support.readme_commands import (
+    BIN,
+    QUICK_MODEL,
+    bash_commands,
+    overrides,
+    run_printed,
+    start_server,
+    strip_comment,
+    user_dir,
+)
 from tests.support.readme_coverage import check_covered, covering_tests
 from tests.support.reference import minilm_dir
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = ".venv/bin/keras-bert"
-
-# Appended to a command that starts with the key, to keep the test to minutes on 2 CPU cores
-# (the README's sizes train for many minutes); only sizes, never the data or the outputs.
-OVERRIDES = {
-    "create-pretraining-data": ["--dupe-factor", "1"],  # 10 passes over the corpus -> 1
-    "pretrain": ["--steps", "4", "--steps-per-epoch", "2", "--batch-size", "8",
-                 "--seq-length", "32"],
-    "finetune --task classify": ["--epochs", "1", "--seq-length", "32", "--quiet"],
-    "finetune --task tag": ["--epochs", "1", "--seq-length", "32", "--quiet"],
-    "finetune --task multilabel": ["--epochs", "1", "--seq-length", "32", "--quiet"],
-    "finetune --task squad": ["--epochs", "1", "--seq-length", "64", "--quiet"],
-    "distill": ["--epochs", "1", "--quiet"],
-}
 
 
 def _covered_by(test_file: str, *parts: str):
@@ -77,90 +70,6 @@ COVERED = [
     (r"^\.venv/bin/python bench/\w+\.py( --quick)?$", lambda c: _covered_by(
         "tests/test_bench.py", "bench", re.search(r"bench/(\w+\.py)", c).group(1))),
 ]
-
-
-def bash_commands(markdown: str) -> list[str]:
-    """The commands of every ```bash block (indented ones too), continuation lines joined,
-    comment lines dropped, trailing comments kept (bash ignores them)."""
-    commands, block, indent, pending = [], False, 0, ""
-    for line in markdown.splitlines():
-        stripped = line.strip()
-        if not block and stripped.startswith("```bash"):
-            block, indent = True, len(line) - len(line.lstrip())
-            continue
-        if block and stripped == "```":
-            block = False
-            continue
-        if not block:
-            continue
-        text = line[indent:].rstrip()
-        if not pending and (not text or text.startswith("#")):
-            continue
-        if text.endswith("\\"):
-            pending += text[:-1].rstrip() + " "
-            continue
-        commands.append(pending + text.strip())
-        pending = ""
-    assert not block and not pending, "unterminated ```bash block or continuation"
-    return commands
-
-
-def strip_comment(command: str) -> str:
-    """`command` without a trailing `# ...` comment (a `#` outside quotes after a space)."""
-    quote = None
-    for i, ch in enumerate(command):
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#" and i and command[i - 1].isspace():
-            return command[:i].rstrip()
-    return command
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _subcommand(command: str) -> str | None:
-    return command[len(BIN):].strip() if command.startswith(BIN + " ") else None
-
-
-def _overrides(command: str, ports: dict[str, str]) -> list[str]:
-    sub = _subcommand(command)
-    if sub is None:
-        return []
-    extra = [arg for key, args in OVERRIDES.items() if sub.startswith(key + " ")
-             for arg in args]
-    words = shlex.split(sub)
-    if words[0] == "serve":  # free ports: the README's may be taken on a shared machine
-        grpc = words[words.index("--grpc-port") + 1]
-        rest = words[words.index("--rest-port") + 1]
-        ports.setdefault(grpc, str(_free_port()))
-        ports.setdefault(rest, str(_free_port()))
-        extra += ["--grpc-port", ports[grpc], "--rest-port", ports[rest]]
-    if words[0] == "query":
-        host, port = words[words.index("--server") + 1].rsplit(":", 1)
-        extra += ["--server", f"{host}:{ports[port]}"]
-    return extra
-
-
-def _wait_rest(port: str, model: str, server: subprocess.Popen, timeout: float = 120.0):
-    url = f"http://127.0.0.1:{port}/v1/models/{model}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert server.poll() is None, f"keras-bert serve exited with {server.returncode}"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                states = [v["state"] for v in json.load(response)["model_version_status"]]
-            if "AVAILABLE" in states:
-                return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"keras-bert serve did not answer on {url} in {timeout:.0f} s")
 
 
 def _jsonl(path):
@@ -273,21 +182,12 @@ def readme_part(command: str) -> str | None:
 def test_readme_commands_run_as_printed(tmp_path, part):
     commands = [strip_comment(c) for c in bash_commands(documentation())]
     assert len(commands) > 20
-    work = tmp_path / "user"
-    work.mkdir()
-    for name in (".venv", "examples"):
-        os.symlink(os.path.join(REPO, name), work / name)
+    work = user_dir(tmp_path)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "",
            "PYTHONUNBUFFERED": "1"}
-    # The quick start's attention line draws the quick start's classifier; here the README's
-    # own classifier (runs/cls, fine-tuned below) stands in, so that line runs last.
-    quick = "artifacts/quickstart/finetune/model"
-    ordered = [c for c in commands if quick not in c] + [c for c in commands if quick in c]
-    (work / "artifacts" / "quickstart" / "finetune").mkdir(parents=True)
-    os.symlink(work / "runs" / "cls" / "model", work / quick)
-    # `data/`: in README order, `create-pretraining-data` (the first part) makes it.
-    (work / "data").mkdir()
-
+    # The line that reads the stand-in classifier runs last, after runs/cls exists.
+    ordered = ([c for c in commands if QUICK_MODEL not in c]
+               + [c for c in commands if QUICK_MODEL in c])
     assignments, ports, servers, queries, covered = [], {}, [], [], []
     try:
         for command in ordered:
@@ -304,33 +204,15 @@ def test_readme_commands_run_as_printed(tmp_path, part):
                 continue
             background = command.endswith("&")
             line = command.rstrip("&").rstrip()
-            extra = _overrides(line, ports)
+            extra = overrides(line, ports)
             if extra:
                 line += " " + shlex.join(extra)
             script = "; ".join([*assignments, "set -eo pipefail",
                                 "exec " + line if background else line])
-            started = time.monotonic()
             if background:
-                server = subprocess.Popen(["bash", "-c", script], cwd=work, env=env,
-                                          stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL, start_new_session=True)
-                servers.append(server)
-                words = shlex.split(_subcommand(line))
-                _wait_rest(ports[words[words.index("--rest-port") + 1]],
-                           words[words.index("--model-name") + 1], server)
-                print(f"{time.monotonic() - started:6.1f} s  {command[:90]}")
-                continue
-            done = subprocess.run(["bash", "-c", script], cwd=work, env=env, text=True,
-                                  capture_output=True, timeout=600)
-            print(f"{time.monotonic() - started:6.1f} s  {command[:90]}")
-            assert done.returncode == 0, (
-                f"README command failed ({done.returncode}): {command}\n{done.stderr[-3000:]}")
-            if (_subcommand(line) or "").startswith("query "):
-                queries.append([json.loads(row) for row in done.stdout.splitlines()])
-            if (_subcommand(line) or "").startswith("tokenize "):
-                rows = [row.split() for row in done.stdout.splitlines()]
-                want = ["call", "me"] if "--tokens" in line else ["2655", "2033"]
-                assert len(rows) == 2 and rows[0][:2] == want  # BERT uncased ids
+                servers.append(start_server(script, line, command, work, env, ports))
+            else:
+                run_printed(script, line, command, work, env, queries)
     finally:
         for server in servers:
             if server.poll() is None:
@@ -447,7 +329,7 @@ def test_readme_keras_bert_commands_parse_with_their_overrides():
         words = words[words.index(BIN) + 1:]
         end = next((i for i, w in enumerate(words) if w in "|&<>;"), len(words))
         line = shlex.join([BIN, *words[:end]])
-        args = parser.parse_args(words[:end] + _overrides(line, ports))
+        args = parser.parse_args(words[:end] + overrides(line, ports))
         parsed.add(args.command)
     assert {"convert", "encode", "tokenize", "build-vocab", "create-pretraining-data",
             "pretrain", "finetune", "predict", "distill", "export", "audit", "serve", "query",
