@@ -38,6 +38,7 @@ agreement with `strip_accents=True` is reported as well (not timed).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -126,23 +127,30 @@ def repeat_to(strings: list[str], target_bytes: float) -> list[str]:
     return strings * copies
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    # Rayon reads its pool size when the pool starts (first parallel call): set it first.
-    os.environ["RAYON_NUM_THREADS"] = str(args.threads)
-    os.environ["TOKENIZERS_PARALLELISM"] = "true"
-    threads = common.configure_threads(args.threads)
-    import tensorflow as tf
+@dataclasses.dataclass(frozen=True)
+class Corpus:
+    """The timed corpus: its distinct strings, them repeated, and the batches of both kinds."""
 
-    from keras_bert.text.tokenizer import BertTokenizer
+    distinct: list
+    strings: list
+    n_bytes: int
+    batches: list  # lists of strings (Hugging Face's input)
+    tensors: list  # the same batches as string tensors (TensorFlow's input)
 
+
+def print_header(args, threads: dict) -> None:
+    """Prints the heading, the machine and the thread settings."""
     machine = common.machine_description()
-    log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
     print("# Tokenization throughput\n")
     print(f"machine: {machine}")
     print(f"threads: {threads}, RAYON_NUM_THREADS={os.environ['RAYON_NUM_THREADS']}, "
           f"TOKENIZERS_PARALLELISM={os.environ['TOKENIZERS_PARALLELISM']}, "
           f"tf.data private pool {args.threads}")
+
+
+def build_corpus(args) -> Corpus:
+    """The corpus of `--unit` strings up to `--target-mb`, in `--batch` batches; prints its size."""
+    import tensorflow as tf
 
     distinct = cut_to(corpus_strings(args.unit), args.target_mb * 1e6)
     strings = repeat_to(distinct, args.target_mb * 1e6)
@@ -153,82 +161,129 @@ def main(argv=None):
           f"({sum(len(s.encode('utf-8')) for s in distinct) / 1e6:.2f} MB), repeated to "
           f"{len(strings)} {args.unit} = {n_bytes / 1e6:.2f} MB, {len(batches)} batches of "
           f"{args.batch}\n")
+    return Corpus(distinct, strings, n_bytes, batches, tensors)
 
-    def tf_data(tokenize):
-        """The batches as a `tf.data` map, `--tfdata-repeats` times over the corpus in one
-        iterator (a new one per timed pass: nothing runs ahead between passes)."""
-        options = tf.data.Options()
-        options.threading.private_threadpool_size = args.threads
-        options.deterministic = True
-        ds = tf.data.Dataset.from_tensor_slices(tf.constant(strings)).batch(args.batch)
-        return ds.repeat(args.tfdata_repeats).map(
-            tokenize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-            tf.data.AUTOTUNE).with_options(options)
 
-    def drain(ds):
-        for rt in ds:
-            rt.flat_values.numpy()
+def tf_data(tokenize, strings: list[str], args):
+    """The batches as a `tf.data` map, `--tfdata-repeats` times over the corpus in one
+    iterator (a new one per timed pass: nothing runs ahead between passes)."""
+    import tensorflow as tf
 
-    ours = BertTokenizer(args.vocab, lower_case=True)
-    want = set(args.contenders)
-    fns, ids_of = {}, {}
-    ids_of["ours"] = lambda lines: _as_lists(ours.tokenize(tf.constant(lines)))
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = args.threads
+    options.deterministic = True
+    ds = tf.data.Dataset.from_tensor_slices(tf.constant(strings)).batch(args.batch)
+    return ds.repeat(args.tfdata_repeats).map(
+        tokenize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+        tf.data.AUTOTUNE).with_options(options)
+
+
+def drain(ds) -> None:
+    """Iterates `ds` to its end, materialising every batch's ids."""
+    for rt in ds:
+        rt.flat_values.numpy()
+
+
+def ours_contenders(ours, corpus: Corpus, args, want: set) -> dict:
+    """`{name: callable}` of our tokenizer's wanted contenders (tf.data, tf.function, eager)."""
+    import tensorflow as tf
+
+    fns = {}
     if "ours_tfdata" in want:
-        ours_ds = tf_data(ours.tokenize)
+        ours_ds = tf_data(ours.tokenize, corpus.strings, args)
         fns["ours_tfdata"] = lambda: drain(ours_ds)
     if "ours_function" in want:
         ours_fn = tf.function(ours.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
 
         def run_function():
-            for t in tensors:
+            for t in corpus.tensors:
                 rt = ours_fn(t)
                 rt.flat_values.numpy(), rt.row_splits.numpy()
 
         fns["ours_function"] = run_function
     if "ours_eager" in want:
         def run_eager():
-            for t in tensors:
+            for t in corpus.tensors:
                 rt = ours.tokenize(t)
                 rt.flat_values.numpy(), rt.row_splits.numpy()
 
         fns["ours_eager"] = run_eager
+    return fns
+
+
+def hf_contenders(corpus: Corpus, args, want: set) -> tuple[dict, dict]:
+    """`({name: callable}, {name: ids of lines})` of the wanted Hugging Face contenders
+    (their ids without [CLS]/[SEP])."""
+    import tokenizers
+
+    hf = tokenizers.BertWordPieceTokenizer(args.vocab, lowercase=True)
+
+    def run_hf():
+        for b in corpus.batches:
+            hf.encode_batch(b)
+
+    def run_hf_fast():
+        for b in corpus.batches:
+            hf._tokenizer.encode_batch_fast(b)
+
+    fns, ids_of = {}, {}
+    if "hf" in want:
+        fns["hf"] = run_hf
+        ids_of["hf"] = lambda lines: [e.ids[1:-1] for e in hf.encode_batch(lines)]
+    if "hf_fast" in want:
+        fns["hf_fast"] = run_hf_fast
+        ids_of["hf_fast"] = lambda lines: [
+            e.ids[1:-1] for e in hf._tokenizer.encode_batch_fast(lines)]
+    return fns, ids_of
+
+
+def keras_hub_contenders(corpus: Corpus, args) -> tuple[dict, dict]:
+    """`({name: callable}, {name: ids of lines})` of keras-hub's tokenizer (as a tf.data map),
+    plus the ids of its `strip_accents=True` variant (not timed); empty without keras-hub."""
+    import tensorflow as tf
+
+    try:
+        import keras_hub
+    except ImportError:  # an optional contender (the `bench` extra)
+        print("keras_hub is not installed: its contender is skipped")
+        return {}, {}
+    kh = keras_hub.tokenizers.BertTokenizer(vocabulary=args.vocab, lowercase=True)
+    kh_ds = tf_data(kh, corpus.strings, args)
+    kh_strip = keras_hub.tokenizers.BertTokenizer(vocabulary=args.vocab, lowercase=True,
+                                                 strip_accents=True)
+    fns = {"keras_hub": lambda: drain(kh_ds)}
+    ids_of = {"keras_hub": lambda lines: _as_lists(kh(tf.constant(lines))),
+              "keras_hub(strip_accents=True)": (
+                  lambda lines: _as_lists(kh_strip(tf.constant(lines))))}
+    return fns, ids_of
+
+
+def build_contenders(corpus: Corpus, args) -> tuple[dict, dict]:
+    """`({name: callable to time}, {name: ids of lines})` of the wanted contenders, in the
+    order of `ALL_CONTENDERS`; the ids start with ours (`"ours"`, the reference)."""
+    import tensorflow as tf
+
+    from keras_bert.text.tokenizer import BertTokenizer
+
+    ours = BertTokenizer(args.vocab, lower_case=True)
+    want = set(args.contenders)
+    ids_of = {"ours": lambda lines: _as_lists(ours.tokenize(tf.constant(lines)))}
+    fns = ours_contenders(ours, corpus, args, want)
     if want & {"hf", "hf_fast"}:
-        import tokenizers
-
-        hf = tokenizers.BertWordPieceTokenizer(args.vocab, lowercase=True)
-
-        def run_hf():
-            for b in batches:
-                hf.encode_batch(b)
-
-        def run_hf_fast():
-            for b in batches:
-                hf._tokenizer.encode_batch_fast(b)
-
-        if "hf" in want:
-            fns["hf"] = run_hf
-            ids_of["hf"] = lambda lines: [e.ids[1:-1] for e in hf.encode_batch(lines)]
-        if "hf_fast" in want:
-            fns["hf_fast"] = run_hf_fast
-            ids_of["hf_fast"] = lambda lines: [
-                e.ids[1:-1] for e in hf._tokenizer.encode_batch_fast(lines)]
+        hf_fns, hf_ids = hf_contenders(corpus, args, want)
+        fns.update(hf_fns)
+        ids_of.update(hf_ids)
     if "keras_hub" in want:
-        try:
-            import keras_hub
-        except ImportError:  # an optional contender (the `bench` extra)
-            print("keras_hub is not installed: its contender is skipped")
-            want.discard("keras_hub")
-    if "keras_hub" in want:
-        kh = keras_hub.tokenizers.BertTokenizer(vocabulary=args.vocab, lowercase=True)
-        kh_ds = tf_data(kh)
-        fns["keras_hub"] = lambda: drain(kh_ds)
-        ids_of["keras_hub"] = lambda lines: _as_lists(kh(tf.constant(lines)))
-        kh_strip = keras_hub.tokenizers.BertTokenizer(vocabulary=args.vocab, lowercase=True,
-                                                     strip_accents=True)
-        ids_of["keras_hub(strip_accents=True)"] = (
-            lambda lines: _as_lists(kh_strip(tf.constant(lines))))
+        kh_fns, kh_ids = keras_hub_contenders(corpus, args)
+        fns.update(kh_fns)
+        ids_of.update(kh_ids)
+    return fns, ids_of
 
-    # Agreement with ours over the distinct strings (in batches, outside the timing).
+
+def agreement_with_ours(ids_of: dict, distinct: list[str], unit: str,
+                        log) -> tuple[dict, list]:
+    """`({name: (identical, total)}, our ids)` over the distinct strings (in batches, outside
+    the timing); `ids_of` must hold `"ours"`, which it loses."""
     def all_ids(fn):
         out = []
         for i in range(0, len(distinct), 512):
@@ -241,39 +296,60 @@ def main(argv=None):
         other = all_ids(fn)
         same = sum(a == b for a, b in zip(reference, other, strict=True))
         agreement[name] = (same, len(distinct))
-        log(f"  agreement {name}: {same}/{len(distinct)} {args.unit} identical")
-    n_tokens = sum(len(r) for r in reference) * (len(strings) // len(distinct))
+        log(f"  agreement {name}: {same}/{len(distinct)} {unit} identical")
+    return agreement, reference
 
-    timings = common.interleaved(fns, args.runs, args.warmup, log)
-    for name in ("ours_tfdata", "keras_hub"):  # their passes went over the corpus R times
+
+def per_corpus_pass(timings: dict, repeats: int) -> None:
+    """Divides the tf.data contenders' times by `repeats` (their passes went over the corpus
+    that many times)."""
+    for name in ("ours_tfdata", "keras_hub"):
         if name in timings:
             t = timings[name]
-            t.seconds = [x / args.tfdata_repeats for x in t.seconds]
-            t.cpu_seconds = [x / args.tfdata_repeats for x in t.cpu_seconds]
+            t.seconds = [x / repeats for x in t.seconds]
+            t.cpu_seconds = [x / repeats for x in t.cpu_seconds]
+
+
+def throughput_table(timings: dict, agreement: dict, corpus: Corpus, n_tokens: int,
+                     unit: str) -> str:
+    """The markdown table of every contender's throughput and agreement with ours."""
     rows = []
     for name, t in timings.items():
         agree = agreement.get(name)
         agree_txt = ("(reference)" if name.startswith("ours") else
                      f"{100 * agree[0] / agree[1]:.3f}%" if agree else "")
         rows.append([name, f"{t.median:.2f} ({t.best:.2f})",
-                     f"{len(strings) / t.median:,.0f}", f"{n_bytes / 1e6 / t.median:.2f}",
-                     f"{n_bytes / 1e6 / t.best:.2f}", f"{n_tokens / t.median / 1e6:.2f}",
+                     f"{len(corpus.strings) / t.median:,.0f}",
+                     f"{corpus.n_bytes / 1e6 / t.median:.2f}",
+                     f"{corpus.n_bytes / 1e6 / t.best:.2f}", f"{n_tokens / t.median / 1e6:.2f}",
                      agree_txt, f"{t.cpu_per_wall:.2f}"])
-    print()
-    print(common.markdown_table(
-        ["contender", "s/pass median (best)", f"{args.unit}/s median", "MB/s median",
-         "MB/s best", "M tokens/s median", f"ids identical to ours ({args.unit})",
-         "busy cores"], rows))
+    return common.markdown_table(
+        ["contender", "s/pass median (best)", f"{unit}/s median", "MB/s median",
+         "MB/s best", "M tokens/s median", f"ids identical to ours ({unit})",
+         "busy cores"], rows)
+
+
+def ratio_table(names, timings: dict) -> str:
+    """The markdown table of each of ours' throughput over each other contender's."""
     summary = []
-    for name in fns:
+    for name in names:
         if name.startswith("ours") or "ours_tfdata" not in timings:
             continue
         for mine in [n for n in timings if n.startswith("ours")]:
             a, b = timings[mine], timings[name]
             summary.append([f"{mine} / {name}", f"{b.median / a.median:.2f}x",
                             f"{b.best / a.best:.2f}x"])
+    return common.markdown_table(["ratio (throughput)", "median", "best"], summary)
+
+
+def print_results(timings: dict, fns: dict, agreement: dict, corpus: Corpus, n_tokens: int,
+                  args) -> None:
+    """Prints the throughput and ratio tables, the untimed keras-hub variant's agreement and
+    the closing line."""
     print()
-    print(common.markdown_table(["ratio (throughput)", "median", "best"], summary))
+    print(throughput_table(timings, agreement, corpus, n_tokens, args.unit))
+    print()
+    print(ratio_table(fns, timings))
     if "keras_hub(strip_accents=True)" in agreement:
         same, total = agreement["keras_hub(strip_accents=True)"]
         print(f"\nkeras_hub with strip_accents=True (not timed): {100 * same / total:.3f}% of "
@@ -281,6 +357,25 @@ def main(argv=None):
     print(f"\ntokens per pass: {n_tokens:,} (ours, without [CLS]/[SEP]); "
           f"load average at the end: {common.load_average()} "
           f"(anything above ~{args.threads} means other processes competed for the cores)")
+
+
+def main(argv=None):
+    """Runs the benchmark: builds the corpus and contenders, checks agreement, times them
+    round-robin and prints the tables."""
+    args = parse_args(argv)
+    # Rayon reads its pool size when the pool starts (first parallel call): set it first.
+    os.environ["RAYON_NUM_THREADS"] = str(args.threads)
+    os.environ["TOKENIZERS_PARALLELISM"] = "true"
+    threads = common.configure_threads(args.threads)
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
+    print_header(args, threads)
+    corpus = build_corpus(args)
+    fns, ids_of = build_contenders(corpus, args)
+    agreement, reference = agreement_with_ours(ids_of, corpus.distinct, args.unit, log)
+    n_tokens = sum(len(r) for r in reference) * (len(corpus.strings) // len(corpus.distinct))
+    timings = common.interleaved(fns, args.runs, args.warmup, log)
+    per_corpus_pass(timings, args.tfdata_repeats)
+    print_results(timings, fns, agreement, corpus, n_tokens, args)
 
 
 if __name__ == "__main__":
