@@ -79,82 +79,100 @@ def load_documents(quick: bool) -> list[list[str]]:
     return documents[::10] if quick else documents
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    threads = common.configure_threads(args.threads)
-    import tensorflow as tf
-
-    from keras_bert.pretraining import dataset as pretraining
-    from keras_bert.pretraining.dataset import PretrainingOptions, pretraining_dataset
-    from keras_bert.pretraining.nsp import as_int_documents, create_nsp_examples
-    from keras_bert.text.tokenizer import BertTokenizer
-
+def print_header(args, threads: dict) -> None:
+    """Prints the heading, the machine and the thread settings."""
     machine = common.machine_description()
-    log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
     print("# Pretraining input pipeline throughput\n")
     print(f"machine: {machine}")
     print(f"threads: {threads}; tf.data: default options\n")
 
-    tokenizer = BertTokenizer(args.vocab, lower_case=True)
-    documents = load_documents(args.quick)
+
+def describe_corpus(documents) -> tuple[int, int]:
+    """`(sentences, bytes of UTF-8)` of the documents; prints them."""
     n_sentences = sum(len(d) for d in documents)
     n_bytes = sum(len(s.encode("utf-8")) for d in documents for s in d)
     print(f"corpus: {len(documents)} documents, {n_sentences} sentences, "
           f"{n_bytes / 1e6:.2f} MB\n")
+    return n_sentences, n_bytes
 
-    # 1. Tokenization.
+
+def time_tokenization(documents, tokenizer, runs: int, log) -> tuple[list, list[float]]:
+    """`(token documents, seconds of each of `runs` calls)` of `tokenize_documents`."""
+    from keras_bert.pretraining import dataset as pretraining
+
     tok_seconds = []
-    for i in range(args.tokenize_runs):
+    for i in range(runs):
         start = time.perf_counter()
         token_documents = pretraining.tokenize_documents(documents, tokenizer)
         tok_seconds.append(time.perf_counter() - start)
         log(f"  tokenize_documents pass {i + 1}: {tok_seconds[-1]:.2f} s")
-    n_tokens = sum(len(s) for d in token_documents for s in d)
+    return token_documents, tok_seconds
+
+
+def tokenization_table(tok_seconds: list[float], n_bytes: int, n_sentences: int,
+                       n_tokens: int) -> str:
+    """The markdown table of the first (tracing) call and the median of the next ones."""
     steady_tok = statistics.median(tok_seconds[1:]) if len(tok_seconds) > 1 else tok_seconds[0]
-    print()
-    print(common.markdown_table(
+    return common.markdown_table(
         ["tokenize_documents", "seconds", "MB/s", "sentences/s", "M tokens/s"],
         [["first call (includes tracing)", f"{tok_seconds[0]:.2f}",
           f"{n_bytes / 1e6 / tok_seconds[0]:.2f}", f"{n_sentences / tok_seconds[0]:,.0f}",
           f"{n_tokens / 1e6 / tok_seconds[0]:.3f}"],
          [f"median of the next {len(tok_seconds) - 1}", f"{steady_tok:.2f}",
           f"{n_bytes / 1e6 / steady_tok:.2f}", f"{n_sentences / steady_tok:,.0f}",
-          f"{n_tokens / 1e6 / steady_tok:.3f}"]]))
-    print(f"\n{n_tokens:,} tokens\n")
+          f"{n_tokens / 1e6 / steady_tok:.3f}"]])
 
-    # 2. The full pipeline, round-robin over the configurations.
-    def options(whole_word):
-        return PretrainingOptions(seq_length=args.seq, max_predictions=args.max_predictions,
-                                  whole_word=whole_word, dupe_factor=args.dupe_factor)
 
-    configs, stats = {}, {}
-    build_seconds = {}
+def pipeline_options(args, whole_word: bool):
+    """The `PretrainingOptions` of the command line, with `whole_word` masking."""
+    from keras_bert.pretraining.dataset import PretrainingOptions
+
+    return PretrainingOptions(seq_length=args.seq, max_predictions=args.max_predictions,
+                              whole_word=whole_word, dupe_factor=args.dupe_factor)
+
+
+def pass_recorder(ds, record: dict):
+    """A zero-argument callable that drains a fresh iterator of `ds` and appends to `record`
+    its start-up (to the first batch), the rest's seconds and the example counts."""
+    def one_pass():
+        start = time.perf_counter()
+        iterator = iter(ds)
+        first = next(iterator)
+        examples_first = int(first["input_word_ids"].shape[0])
+        t_first = time.perf_counter()
+        examples = 0
+        for features in iterator:
+            examples += int(features["input_word_ids"].shape[0])
+        end = time.perf_counter()
+        record["first"].append(t_first - start)
+        record["rest"].append(end - t_first)
+        record["examples"].append(examples + examples_first)
+        record["after_first"].append(examples)
+
+    return one_pass
+
+
+def pipeline_configs(token_documents, tokenizer, args) -> tuple[dict, dict, dict]:
+    """`({name: one pass}, {name: its record}, {name: build seconds})` of the full pipeline,
+    one configuration per batch size and whole-word setting."""
+    from keras_bert.pretraining.dataset import pretraining_dataset
+
+    configs, stats, build_seconds = {}, {}, {}
     for batch in args.batches:
         for whole_word in args.whole_word:
             name = f"batch {batch}, whole-word {'on' if whole_word else 'off'}"
             start = time.perf_counter()
-            ds = pretraining_dataset(token_documents, tokenizer, batch, options(whole_word),
+            ds = pretraining_dataset(token_documents, tokenizer, batch,
+                                     pipeline_options(args, whole_word),
                                      dynamic=True).repeat(args.epochs)
             build_seconds[name] = time.perf_counter() - start
             stats[name] = {"first": [], "rest": [], "examples": [], "after_first": []}
+            configs[name] = pass_recorder(ds, stats[name])
+    return configs, stats, build_seconds
 
-            def one_pass(ds=ds, record=stats[name]):
-                start = time.perf_counter()
-                iterator = iter(ds)
-                first = next(iterator)
-                examples_first = int(first["input_word_ids"].shape[0])
-                t_first = time.perf_counter()
-                examples = 0
-                for features in iterator:
-                    examples += int(features["input_word_ids"].shape[0])
-                end = time.perf_counter()
-                record["first"].append(t_first - start)
-                record["rest"].append(end - t_first)
-                record["examples"].append(examples + examples_first)
-                record["after_first"].append(examples)
 
-            configs[name] = one_pass
-    timings = common.interleaved(configs, args.runs, args.warmup, log)
+def pipeline_table(timings: dict, stats: dict, build_seconds: dict, args) -> str:
+    """The markdown table of each configuration's start-up and steady-state throughput."""
     rows = []
     for name, t in timings.items():
         record = stats[name]
@@ -168,24 +186,27 @@ def main(argv=None):
                      f"{statistics.median(first):.2f}", f"{statistics.median(steady):,.0f}",
                      f"{max(steady):,.0f}", f"{statistics.median(whole):,.0f}",
                      f"{t.cpu_per_wall:.2f}"])
-    print()
-    print(common.markdown_table(
+    return common.markdown_table(
         ["configuration", "examples/epoch", "build (s)", "start-up to 1st batch (s, median)",
          "steady examples/s median", "steady examples/s best",
-         f"whole pass ({args.epochs} epochs) examples/s", "busy cores"], rows))
+         f"whole pass ({args.epochs} epochs) examples/s", "busy cores"], rows)
 
-    # 3. Where the time goes.
-    print("\n## Where the time goes (each part alone)\n")
-    reps = max(2, args.epochs)
 
-    def drain_timed(ds):
-        """(seconds to the first element, seconds for the rest, elements after the first)."""
-        start = time.perf_counter()
-        iterator = iter(ds)
-        next(iterator)
-        t_first = time.perf_counter()
-        n = sum(1 for _ in iterator)
-        return t_first - start, time.perf_counter() - t_first, n
+def drain_timed(ds) -> tuple[float, float, int]:
+    """(seconds to the first element, seconds for the rest, elements after the first)."""
+    start = time.perf_counter()
+    iterator = iter(ds)
+    next(iterator)
+    t_first = time.perf_counter()
+    n = sum(1 for _ in iterator)
+    return t_first - start, time.perf_counter() - t_first, n
+
+
+def python_parts(token_documents, args) -> tuple[list, list, dict]:
+    """`(table rows, the last epoch's NSP examples, its arrays)` of the Python and NumPy
+    parts: `as_int_documents` once, `create_nsp_examples` and `_epoch_arrays` per epoch."""
+    from keras_bert.pretraining import dataset as pretraining
+    from keras_bert.pretraining.nsp import as_int_documents, create_nsp_examples
 
     parts = []
     start = time.perf_counter()
@@ -205,24 +226,71 @@ def main(argv=None):
                           ("_epoch_arrays (NumPy, one epoch)", flat_seconds)):
         median = statistics.median(values)
         parts.append([label, "", f"{median:.3f}", f"{len(examples) / median:,.0f}"])
+    return parts, examples, arrays
+
+
+def tf_data_parts(n_examples: int, arrays, tokenizer, args, log) -> list:
+    """Table rows of the `tf.data` parts on an epoch that is ready: `from_generator` +
+    `_chunks`, then the pack + mask map and rebatching, per batch size and whole-word."""
+    import tensorflow as tf
+
+    from keras_bert.pretraining import dataset as pretraining
+
+    reps = max(2, args.epochs)
+    parts = []
     epoch = tf.data.Dataset.from_generator(lambda: iter([arrays]),
                                            output_signature=pretraining._EPOCH_SIGNATURE)
     for batch in args.batches:
         chunk = pretraining._chunk_size(batch)
         first, rest, n = drain_timed(pretraining._chunks(epoch.repeat(reps), chunk))
-        per_epoch = rest / n * -(-len(examples) // chunk)
+        per_epoch = rest / n * -(-n_examples // chunk)
         parts.append([f"from_generator (one epoch) + _chunks of {chunk}", f"{first:.2f}",
-                      f"{per_epoch:.3f}", f"{len(examples) / per_epoch:,.0f}"])
-        n_batches = -(-len(examples) // batch)
+                      f"{per_epoch:.3f}", f"{n_examples / per_epoch:,.0f}"])
+        n_batches = -(-n_examples // batch)
         for whole_word in args.whole_word:
             mapped = pretraining._pack_and_mask(epoch.repeat(reps), tokenizer, batch,
-                                                options(whole_word), True, False)
+                                                pipeline_options(args, whole_word), True,
+                                                False)
             first, rest, n = drain_timed(mapped)
             per_epoch = rest / n * n_batches
             parts.append([f"chunks + pack + mask map + rebatch to {batch}, whole-word "
                           f"{'on' if whole_word else 'off'}", f"{first:.2f}",
-                          f"{per_epoch:.3f}", f"{len(examples) / per_epoch:,.0f}"])
+                          f"{per_epoch:.3f}", f"{n_examples / per_epoch:,.0f}"])
             log(f"  {parts[-1]}")
+    return parts
+
+
+def main(argv=None):
+    """Runs the three measurements (tokenization, the full pipeline, its parts) and prints
+    their tables."""
+    args = parse_args(argv)
+    threads = common.configure_threads(args.threads)
+    from keras_bert.text.tokenizer import BertTokenizer
+
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
+    print_header(args, threads)
+    tokenizer = BertTokenizer(args.vocab, lower_case=True)
+    documents = load_documents(args.quick)
+    n_sentences, n_bytes = describe_corpus(documents)
+
+    # 1. Tokenization.
+    token_documents, tok_seconds = time_tokenization(documents, tokenizer,
+                                                     args.tokenize_runs, log)
+    n_tokens = sum(len(s) for d in token_documents for s in d)
+    print()
+    print(tokenization_table(tok_seconds, n_bytes, n_sentences, n_tokens))
+    print(f"\n{n_tokens:,} tokens\n")
+
+    # 2. The full pipeline, round-robin over the configurations.
+    configs, stats, build_seconds = pipeline_configs(token_documents, tokenizer, args)
+    timings = common.interleaved(configs, args.runs, args.warmup, log)
+    print()
+    print(pipeline_table(timings, stats, build_seconds, args))
+
+    # 3. Where the time goes.
+    print("\n## Where the time goes (each part alone)\n")
+    parts, examples, arrays = python_parts(token_documents, args)
+    parts += tf_data_parts(len(examples), arrays, tokenizer, args, log)
     print(common.markdown_table(["part", "start-up to 1st batch (s)",
                                  "steady seconds per epoch", "steady examples/s"], parts))
     print(f"\nexamples per epoch: {len(examples):,}; load average at the end: "
