@@ -148,75 +148,58 @@ def measure(calls: dict, requests: int, rounds: int, warmup: int, log) -> dict:
     return result
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    if args.threads:
-        common.configure_threads(args.threads)
+def batch_calls(places: list[str], bundle, client, texts: list[str], ids: dict,
+                batch: int) -> dict:
+    """`{place/input: callable of request k}`: the text and id requests of `batch` texts,
+    through the session and, when `client` is given, the server."""
     import numpy as np
 
-    from keras_bert.client import GrpcClient
-    from keras_bert.export.session_bundle import SessionBundle
+    def text_batch(k):
+        return [texts[(k * batch + j) % len(texts)] for j in range(batch)]
 
-    def log(message):
-        print(message, file=sys.stderr, flush=True)
+    def ids_batch(k):
+        index = [(k * batch + j) % len(texts) for j in range(batch)]
+        return {name: value[index] for name, value in ids.items()}
 
-    places = args.places.split(",")
-    info = common.machine_description()
-    print(f"# serving latency: {args.size}, seq {SEQ_LENGTH}, rounds {args.rounds}, requests "
-          f"{args.requests_1} (batch 1) / {args.requests_32} (batch 32), load "
-          f"{common.load_average()}, {info.get('cpu_model')} x{info.get('cpus')}")
-    with tempfile.TemporaryDirectory(prefix="serving-latency-") as root:
-        log("exporting ...")
-        path, vocab = build_export(root, args.size)
-        texts = long_texts(64)
-        ids = packed_ids(vocab, texts)
-        assert ids["input_mask"].sum(axis=1).min() == SEQ_LENGTH, "a text is too short"
-        bundle = SessionBundle(path)
-        server, client = None, None
-        if "server" in places:
-            log("starting keras-bert serve ...")
-            server, address = common.start_server(os.path.dirname(path))
-            client = GrpcClient(address, "bench", timeout=120)
-        rows = []
-        try:
-            for batch, requests in ((1, args.requests_1), (32, args.requests_32)):
-                def text_batch(k, batch=batch):
-                    return [texts[(k * batch + j) % len(texts)] for j in range(batch)]
+    calls = {}
+    if "session" in places:
+        calls["session/text"] = lambda k: bundle.run(
+            "serving_default", {"text": np.array(text_batch(k), dtype=object)}, ["label_id"])
+        calls["session/ids"] = lambda k: bundle.run("serve_ids", ids_batch(k), ["label_id"])
+    if client is not None:
+        calls["server/text"] = lambda k: client.predict_columns(
+            {"text": text_batch(k)}, output_filter=["label_id"])
+        calls["server/ids"] = lambda k: client.predict_columns(
+            ids_batch(k), "serve_ids", output_filter=["label_id"])
+    return calls
 
-                def ids_batch(k, batch=batch):
-                    index = [(k * batch + j) % len(texts) for j in range(batch)]
-                    return {name: value[index] for name, value in ids.items()}
 
-                calls = {}
-                if "session" in places:
-                    calls["session/text"] = lambda k, t=text_batch: bundle.run(
-                        "serving_default", {"text": np.array(t(k), dtype=object)},
-                        ["label_id"])
-                    calls["session/ids"] = lambda k, t=ids_batch: bundle.run(
-                        "serve_ids", t(k), ["label_id"])
-                if client is not None:
-                    calls["server/text"] = lambda k, t=text_batch: client.predict_columns(
-                        {"text": t(k)}, output_filter=["label_id"])
-                    calls["server/ids"] = lambda k, t=ids_batch: client.predict_columns(
-                        t(k), "serve_ids", output_filter=["label_id"])
-                log(f"batch {batch}:")
-                result = measure(calls, requests, args.rounds, args.warmup, log)
-                for place in places:
-                    text, by_ids = result[f"{place}/text"], result[f"{place}/ids"]
-                    row = [place, batch]
-                    for q in ("p50", "p99"):
-                        # Ratios are taken within each round (same load), then the median.
-                        ratio = statistics.median(
-                            t / i for t, i in zip(text[q], by_ids[q], strict=True))
-                        row += [f"{1e3 * statistics.median(text[q]):.1f}",
-                                f"{1e3 * statistics.median(by_ids[q]):.1f}", f"{ratio:.3f}"]
-                    rows.append(row)
-        finally:
-            if client is not None:
-                client.close()
-            if server is not None:
-                server.terminate()
-                server.wait(timeout=60)
+def latency_row(place: str, batch: int, result: dict) -> list:
+    """`[place, batch]` and, for p50 and p99: text ms, ids ms, the median per-round ratio."""
+    text, by_ids = result[f"{place}/text"], result[f"{place}/ids"]
+    row = [place, batch]
+    for q in ("p50", "p99"):
+        # Ratios are taken within each round (same load), then the median.
+        ratio = statistics.median(t / i for t, i in zip(text[q], by_ids[q], strict=True))
+        row += [f"{1e3 * statistics.median(text[q]):.1f}",
+                f"{1e3 * statistics.median(by_ids[q]):.1f}", f"{ratio:.3f}"]
+    return row
+
+
+def latency_rows(args, places: list[str], bundle, client, texts: list[str], ids: dict,
+                 log) -> list:
+    """The table's rows: every place at batch 1 and batch 32, measured round by round."""
+    rows = []
+    for batch, requests in ((1, args.requests_1), (32, args.requests_32)):
+        calls = batch_calls(places, bundle, client, texts, ids, batch)
+        log(f"batch {batch}:")
+        result = measure(calls, requests, args.rounds, args.warmup, log)
+        rows += [latency_row(place, batch, result) for place in places]
+    return rows
+
+
+def print_report(rows: list) -> None:
+    """Prints the latency table, the batch-1 verdict of each place and the load average."""
     print(common.markdown_table(
         ["place", "batch", "text p50 ms", "ids p50 ms", "text/ids p50", "text p99 ms",
          "ids p99 ms", "text/ids p99"], rows))
@@ -227,6 +210,52 @@ def main(argv=None) -> int:
             print(f"{row[0]}: preprocessing adds {added:.1f}% at batch 1 (p50; target <= 5%: "
                   f"{verdict})")
     print(f"(load average at the end: {common.load_average()})")
+
+
+def log(message) -> None:
+    """Prints a progress line to stderr (stdout holds the report)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def export_and_measure(root: str, args, places: list[str]) -> list:
+    """Exports the model under `root`, serves it where `places` asks and returns the rows."""
+    from keras_bert.client import GrpcClient
+    from keras_bert.export.session_bundle import SessionBundle
+
+    log("exporting ...")
+    path, vocab = build_export(root, args.size)
+    texts = long_texts(64)
+    ids = packed_ids(vocab, texts)
+    assert ids["input_mask"].sum(axis=1).min() == SEQ_LENGTH, "a text is too short"
+    bundle = SessionBundle(path)
+    server, client = None, None
+    if "server" in places:
+        log("starting keras-bert serve ...")
+        server, address = common.start_server(os.path.dirname(path))
+        client = GrpcClient(address, "bench", timeout=120)
+    try:
+        return latency_rows(args, places, bundle, client, texts, ids, log)
+    finally:
+        if client is not None:
+            client.close()
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=60)
+
+
+def main(argv=None) -> int:
+    """Measures the text and id signatures' latency and prints the report."""
+    args = parse_args(argv)
+    if args.threads:
+        common.configure_threads(args.threads)
+    places = args.places.split(",")
+    info = common.machine_description()
+    print(f"# serving latency: {args.size}, seq {SEQ_LENGTH}, rounds {args.rounds}, requests "
+          f"{args.requests_1} (batch 1) / {args.requests_32} (batch 32), load "
+          f"{common.load_average()}, {info.get('cpu_model')} x{info.get('cpus')}")
+    with tempfile.TemporaryDirectory(prefix="serving-latency-") as root:
+        rows = export_and_measure(root, args, places)
+    print_report(rows)
     return 0
 
 
