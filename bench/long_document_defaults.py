@@ -133,55 +133,89 @@ def text_level_fit(clf, texts, gold, args, seed: int):
           flush=True)
 
 
-def main(argv=None) -> dict:
-    args = parse_args(argv)
-    import numpy as np
-    from classify_rotten_tomatoes import find_wheel, load_reviews, split
+def model_source(quick: bool) -> str:
+    """What the classifiers start from: a tiny random model with --quick, else MiniLM's dir."""
+    if quick:
+        return "random-tiny"
+    from _shared import minilm_model_dir
+    return minilm_model_dir().path
 
+
+def trained_classifier(mode: str, source: str, labels: list, texts: list, gold: list, args,
+                       seed: int):
+    """`(classifier, its training reading)` fine-tuned in `mode` (truncate, windows, or
+    windows with the text-level loss)."""
     import keras_bert
     from keras_bert.config import LongTextReading
 
-    train_snippets, held_snippets = split(load_reviews(find_wheel()))
-    if args.quick:
-        source = "random-tiny"
+    reading = LongTextReading.at_length(LongTextReading(
+        mode.split("-")[0], max_windows=args.train_max_windows), args.seq_length)
+    clf = keras_bert.TextClassifier.from_pretrained(
+        source, labels=labels, pooling="mean", seq_length=args.seq_length,
+        reading=reading, precision="float32", seed=seed)
+    if mode == "windows-text-loss":
+        text_level_fit(clf, texts, gold, args, seed)
     else:
-        from _shared import minilm_model_dir
-        source = minilm_model_dir().path
-    labels = sorted({label for _, label in train_snippets})
+        clf.fit(texts, gold, epochs=args.epochs, batch_size=32, seed=seed, verbose=0)
+    return clf, reading
+
+
+def eval_readings(mode: str, clf, reading, caps: list[int]) -> list:
+    """`[(max_windows, aggregate, classifier)]` to evaluate: `clf` itself for truncation,
+    else the same network reading at most each of `caps` windows with each aggregation."""
+    import keras_bert
+
+    if mode == "truncate":
+        return [(None, "-", clf)]
+    return [(cap, aggregate, keras_bert.TextClassifier(
+        clf.network, clf.preprocessor, clf.labels, dataclasses.replace(
+            clf.config, reading=dataclasses.replace(
+                reading, max_windows=cap, aggregate=aggregate))))
+        for cap in caps for aggregate in AGGREGATIONS]
+
+
+def evaluate(readings: list, held_texts: list, held_gold: list, seed: int,
+             mode: str) -> list[dict]:
+    """One result row per reading (accuracy, windows read, share truncated); prints each."""
+    import numpy as np
+
     results = []
-    for seed in args.seeds:
-        rng = np.random.default_rng(seed)
-        train = make_documents(train_snippets, args.train_documents, args.snippets,
-                               args.majority, rng)
-        held = make_documents(held_snippets, args.eval_documents, args.snippets,
-                              args.majority, rng)
-        texts, gold = [t for t, _ in train], [y for _, y in train]
-        held_texts, held_gold = [t for t, _ in held], [y for _, y in held]
-        for mode in args.modes:
-            reading = LongTextReading.at_length(LongTextReading(
-                mode.split("-")[0], max_windows=args.train_max_windows), args.seq_length)
-            clf = keras_bert.TextClassifier.from_pretrained(
-                source, labels=labels, pooling="mean", seq_length=args.seq_length,
-                reading=reading, precision="float32", seed=seed)
-            if mode == "windows-text-loss":
-                text_level_fit(clf, texts, gold, args, seed)
-            else:
-                clf.fit(texts, gold, epochs=args.epochs, batch_size=32, seed=seed, verbose=0)
-            readings = ([(None, "-", clf)] if mode == "truncate" else [
-                (cap, aggregate, keras_bert.TextClassifier(
-                    clf.network, clf.preprocessor, clf.labels, dataclasses.replace(
-                        clf.config, reading=dataclasses.replace(
-                            reading, max_windows=cap, aggregate=aggregate))))
-                for cap in args.eval_max_windows for aggregate in AGGREGATIONS])
-            for cap, aggregate, model in readings:
-                answers = model.predict(held_texts)
-                accuracy = float(np.mean(answers["label"] == np.asarray(held_gold)))
-                row = {"seed": seed, "mode": mode, "max_windows": cap,
-                       "aggregate": aggregate, "accuracy": round(accuracy, 4),
-                       "mean_windows": round(float(np.mean(answers["num_windows"])), 2),
-                       "truncated": round(float(np.mean(answers["truncated"])), 3)}
-                results.append(row)
-                print(json.dumps(row), flush=True)
+    for cap, aggregate, model in readings:
+        answers = model.predict(held_texts)
+        accuracy = float(np.mean(answers["label"] == np.asarray(held_gold)))
+        row = {"seed": seed, "mode": mode, "max_windows": cap,
+               "aggregate": aggregate, "accuracy": round(accuracy, 4),
+               "mean_windows": round(float(np.mean(answers["num_windows"])), 2),
+               "truncated": round(float(np.mean(answers["truncated"])), 3)}
+        results.append(row)
+        print(json.dumps(row), flush=True)
+    return results
+
+
+def seed_results(seed: int, train_snippets, held_snippets, source: str, labels: list,
+                 args) -> list[dict]:
+    """The result rows of every mode for one seed (its own documents, training and init)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    train = make_documents(train_snippets, args.train_documents, args.snippets,
+                           args.majority, rng)
+    held = make_documents(held_snippets, args.eval_documents, args.snippets,
+                          args.majority, rng)
+    texts, gold = [t for t, _ in train], [y for _, y in train]
+    held_texts, held_gold = [t for t, _ in held], [y for _, y in held]
+    results = []
+    for mode in args.modes:
+        clf, reading = trained_classifier(mode, source, labels, texts, gold, args, seed)
+        readings = eval_readings(mode, clf, reading, args.eval_max_windows)
+        results += evaluate(readings, held_texts, held_gold, seed, mode)
+    return results
+
+
+def print_summary(results: list[dict], args) -> None:
+    """Prints the mean accuracy over seeds of each configuration, as a text table."""
+    import numpy as np
+
     summary = {}
     for row in results:
         key = (row["mode"], row["max_windows"], row["aggregate"])
@@ -194,6 +228,20 @@ def main(argv=None) -> dict:
     for (mode, max_windows, aggregate), values in summary.items():
         print(f"{mode:<18} {str(max_windows or '-'):>11} {aggregate:>9} "
               f"{np.mean(values):>9.3f}")
+
+
+def main(argv=None) -> dict:
+    """Trains and evaluates every mode for every seed, prints the summary; the report."""
+    args = parse_args(argv)
+    from classify_rotten_tomatoes import find_wheel, load_reviews, split
+
+    train_snippets, held_snippets = split(load_reviews(find_wheel()))
+    source = model_source(args.quick)
+    labels = sorted({label for _, label in train_snippets})
+    results = []
+    for seed in args.seeds:
+        results += seed_results(seed, train_snippets, held_snippets, source, labels, args)
+    print_summary(results, args)
     report = {"arguments": vars(args), "results": results}
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
