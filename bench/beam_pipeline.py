@@ -99,7 +99,8 @@ def timed_rounds(files, root: str, args, contenders: list[str]) -> tuple[dict, d
     return seconds, examples, split
 
 
-def main() -> int:
+def parse_args(argv=None):
+    """The command line's options (--quick: two tiny corpora, one round, two shards)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--copies", default="3,9",
@@ -108,13 +109,15 @@ def main() -> int:
     parser.add_argument("--dupe-factor", type=int, default=1)
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.quick:
         args.copies, args.runs, args.shards = "1,2", 1, 2
-    sizes = [int(c) for c in args.copies.split(",")]
-    info = machine_description()
-    print(f"host: {host_line(info)}; {info['date']}; load {load_average()}")
-    contenders = ["single", "direct-1", "direct-2"]
+    return args
+
+
+def measure_sizes(sizes: list[int], args, contenders: list[str]) -> tuple:
+    """`(medians, example counts, per-process splits, word counts)`, one entry per corpus
+    size: `{name: median seconds}`, the single writer's examples, `{name: split}`, words."""
     medians, counts, splits, words = [], [], [], []
     with tempfile.TemporaryDirectory() as root:
         for copies in sizes:
@@ -126,8 +129,11 @@ def main() -> int:
             counts.append(examples["single"])
             splits.append(split)
             words.append(n_words)
-    print(f"dupe factor {args.dupe_factor}, seq 128, 20 predictions, {args.shards} shards; "
-          f"medians of {args.runs} interleaved rounds")
+    return medians, counts, splits, words
+
+
+def runner_table(sizes, medians, counts, splits, words, contenders) -> str:
+    """The markdown table of every runner's whole-command time at every corpus size."""
     rows = []
     for copies, median, count, split, n_words in zip(sizes, medians, counts, splits, words,
                                                      strict=True):
@@ -135,18 +141,21 @@ def main() -> int:
             rows.append([name, copies, n_words, count, f"{median[name]:.1f}",
                          f"{count / median[name]:.0f}",
                          f"{median['single'] / median[name]:.2f}x", split[name] or "-"])
-    print(markdown_table(["runner", "input files", "words", "examples",
-                          "median s (whole command)", "examples/s", "vs single",
-                          "examples per worker process"], rows))
+    return markdown_table(["runner", "input files", "words", "examples",
+                           "median s (whole command)", "examples/s", "vs single",
+                           "examples per worker process"], rows)
+
+
+def marginal_rates(medians, counts, contenders) -> tuple[dict, dict]:
+    """`({name: marginal examples/s}, {name: start-up s})` from the two corpus sizes."""
     added = counts[-1] - counts[0]
     rate = {name: added / (medians[-1][name] - medians[0][name]) for name in contenders}
     startup = {name: medians[0][name] - counts[0] / rate[name] for name in contenders}
-    print(markdown_table(
-        ["runner", "marginal examples/s (start-up excluded)", "vs single", "start-up s"],
-        [[name, f"{rate[name]:.0f}", f"{rate[name] / rate['single']:.2f}x",
-          f"{startup[name]:.1f}"] for name in contenders]))
+    return rate, startup
 
-    # Scale-out arithmetic for BERT's corpus, from the measured marginal rates.
+
+def print_scale_out(counts, words, rate: dict, args) -> None:
+    """Prints the scale-out arithmetic for BERT's corpus, from the measured marginal rates."""
     per_word = counts[-1] / words[-1] / args.dupe_factor
     total = BERT_WORDS * per_word * 10  # dupe factor 10, as BERT
     per_process = rate["direct-1"]
@@ -160,6 +169,25 @@ def main() -> int:
             for workers in (1, 16, 64, 256, 1024)]
     print(markdown_table(["worker processes (1 core each)", "hours, linear",
                           "hours at this host's 2-process efficiency"], rows))
+
+
+def main() -> int:
+    """Times the three runners at both corpus sizes and prints the tables and arithmetic."""
+    args = parse_args()
+    sizes = [int(c) for c in args.copies.split(",")]
+    info = machine_description()
+    print(f"host: {host_line(info)}; {info['date']}; load {load_average()}")
+    contenders = ["single", "direct-1", "direct-2"]
+    medians, counts, splits, words = measure_sizes(sizes, args, contenders)
+    print(f"dupe factor {args.dupe_factor}, seq 128, 20 predictions, {args.shards} shards; "
+          f"medians of {args.runs} interleaved rounds")
+    print(runner_table(sizes, medians, counts, splits, words, contenders))
+    rate, startup = marginal_rates(medians, counts, contenders)
+    print(markdown_table(
+        ["runner", "marginal examples/s (start-up excluded)", "vs single", "start-up s"],
+        [[name, f"{rate[name]:.0f}", f"{rate[name] / rate['single']:.2f}x",
+          f"{startup[name]:.1f}"] for name in contenders]))
+    print_scale_out(counts, words, rate, args)
     return 0
 
 
