@@ -17,7 +17,7 @@ from bench.serving_precisions import write_int8_export
 from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.tasks.task_dir import export_model
 from tests.export.helpers import make_tiny_task_dir
-from tests.text.test_tokenizer import corpus_lines, uncased_vocab_path
+from tests.support.tokenizer_parity import corpus_lines, uncased_vocab_path
 
 pytestmark = pytest.mark.slow
 

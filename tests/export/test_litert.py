@@ -21,7 +21,8 @@ from keras_bert.export.litert_runtime import LiteRTModel
 from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.tasks.task_dir import export_model
 from tests.export.helpers import make_tiny_task_dir
-from tests.text.test_tokenizer import HARD_CASES, corpus_lines, uncased_vocab_path
+from tests.support.tokenizer_parity import corpus_lines, uncased_vocab_path
+from tests.text.test_tokenizer import HARD_CASES
 
 pytest.importorskip("ai_edge_litert")
 

@@ -11,7 +11,7 @@ import pytest
 from keras_bert.export.litert_runtime import LiteRTModel
 from keras_bert.tasks.task_dir import export_model
 from tests.export.helpers import make_tiny_task_dir
-from tests.text.test_tokenizer import uncased_vocab_path
+from tests.support.tokenizer_parity import uncased_vocab_path
 
 pytest.importorskip("ai_edge_litert")
 

@@ -26,7 +26,8 @@ from keras_bert.tasks.task_dir import export_model
 from keras_bert.text.tokenizer import BertTokenizer
 from tests.export.helpers import make_tiny_task_dir
 from tests.export.test_litert import held_out_texts
-from tests.text.test_tokenizer import HARD_CASES, uncased_vocab_path
+from tests.support.tokenizer_parity import uncased_vocab_path
+from tests.text.test_tokenizer import HARD_CASES
 
 pytest.importorskip("ai_edge_litert")
 # Each module fixture writes a SavedModel and a LiteRT file (about 30 s on 2 cores).

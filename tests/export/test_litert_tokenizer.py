@@ -22,8 +22,9 @@ import tensorflow as tf
 
 from keras_bert.export.litert_text import LiteRTTokenizer
 from keras_bert.text.tokenizer import BertTokenizer, load_vocab
+from tests.support.tokenizer_parity import corpus_lines, uncased_vocab_path
 from tests.text.code_points import groups_of_16, sampled_scalars
-from tests.text.test_tokenizer import HARD_CASES, corpus_lines, uncased_vocab_path
+from tests.text.test_tokenizer import HARD_CASES
 
 # Where FastBertTokenizer parts from the rules: the class of each differing scalar value.
 CONTROL = "control or format character (Cc, Cf, U+FFFD): dropped by the rules, a space in FastBert"

@@ -26,9 +26,10 @@ import unicodedata
 import pytest
 
 from tests.support.reference import require
+from tests.support.tokenizer_parity import corpus_lines, uncased_vocab_path
 
 from .code_points import ALL_SCALARS, groups_of_16, sampled_scalars
-from .test_tokenizer import HARD_CASES, corpus_lines, make_cased_vocab, uncased_vocab_path
+from .test_tokenizer import HARD_CASES, make_cased_vocab
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
