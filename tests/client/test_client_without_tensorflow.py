@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from keras_bert.cli import main
-from tests.devserver.test_server import model_server
 from tests.export.runtimes import new_environment
+from tests.support.devserver import model_server
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEXTS = ["Call me Ishmael.", "naïve café, 100,000 words"]

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from keras_bert.client import GrpcClient, ServerError
-from tests.devserver.test_server import ServeProcess, reference_outputs
+from tests.devserver.test_server import ServeProcess
+from tests.support.devserver import reference_outputs
 from tests.support.reference import require
 
 LIMITS = ["--max-request-rows", "16", "--max-message-mb", "1", "--max-string-kb", "64"]

@@ -19,7 +19,7 @@ import tensorflow as tf
 from keras_bert.cli import main
 from keras_bert.client import GrpcClient, RestClient, ServerError, rows
 from keras_bert.export.warmup import predict_log, write_warmup
-from tests.devserver.test_server import model_server
+from tests.support.devserver import model_server
 
 TEXTS = ["great film", "bad", "naïve café"]
 TEXT_B = ["ok", "a much longer text", "x"]

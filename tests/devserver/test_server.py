@@ -1,5 +1,6 @@
 """The development server (`keras-bert serve`): TF Serving's gRPC and REST protocols end to
-end over loopback, version pick-up with warmup, malformed requests, signals, and load.
+end over loopback, malformed requests, signals, and load. New versions:
+`test_server_versions.py`; the batcher: `test_batcher.py`.
 
 Every server binds 127.0.0.1 on free ports (port 0); every loop is bounded in count and time.
 """
@@ -7,12 +8,10 @@ Every server binds 127.0.0.1 on free ports (port 0); every loop is bounded in co
 from __future__ import annotations
 
 import base64
-import functools
 import http.client
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,39 +24,16 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.client import GrpcClient, RestClient, ServerError
-from keras_bert.devserver.batcher import Batcher
-from keras_bert.tasks.task_dir import export_model
-from tests.export.helpers import make_tiny_model_dir
+from tests.support.devserver import (
+    TEXTS,
+    assert_rows_match,
+    load,
+    model_server,
+    reference_outputs,
+)
 from tests.support.reference import require
 
-TEXTS = ["Call me Ishmael.", "", "The cat sat on the mat!", "Naïve café — BERT reads."]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def model_server(*args, **kwargs):
-    """`keras_bert.devserver.server.ModelServer(*args, **kwargs)`. The server needs the
-    `serving` extra (tensorflow-serving-api, grpcio), imported here: without it the tests
-    that serve skip naming what is missing (fail under CI), and collection goes on."""
-    return require("keras_bert.devserver.server").ModelServer(*args, **kwargs)
-
-
-@functools.cache
-def load(export_dir: str):
-    """`tf.saved_model.load`, once per export."""
-    return tf.saved_model.load(export_dir)
-
-
-def reference_outputs(export_dir: str, texts, signature="serving_default") -> dict:
-    """What `tf.saved_model.load` answers in this process, as arrays."""
-    outputs = load(export_dir).signatures[signature](text=tf.constant(texts))
-    return {name: value.numpy() for name, value in outputs.items()}
-
-
-def assert_rows_match(rows, expected: dict, atol=1e-5) -> None:
-    """`rows` (one dict per text) equal the columns of `expected`."""
-    assert len(rows) == len(next(iter(expected.values())))
-    for name, column in expected.items():
-        np.testing.assert_allclose(np.array([row[name] for row in rows]), column, atol=atol)
 
 
 def http_request(url: str, method: str, path: str, data: bytes | None = None):
@@ -71,12 +47,6 @@ def http_request(url: str, method: str, path: str, data: bytes | None = None):
         return response.status, json.loads(response.read())
     finally:
         conn.close()
-
-
-@pytest.fixture(scope="module")
-def exported(tiny_export):
-    """Its export: `BASE/1/` (shared, `tests/conftest.py`; copied before versions are added)."""
-    return tiny_export
 
 
 @pytest.fixture(scope="module")
@@ -164,45 +134,6 @@ def test_metadata_and_status(clients, server):
     assert grpc_client.status() == status == rest_client.status() == grpc_client.status(1)
     assert http_request(server.rest_url, "GET", "/v1/models/bert/versions/1") == (200, status)
     assert server.store.warmup_counts == {1: 1}
-
-
-# (b) New versions ---------------------------------------------------------------------------
-
-def test_new_version_is_loaded_warmed_up_and_served(exported, tmp_path, caplog):
-    base = tmp_path / "bert"
-    shutil.copytree(exported.path, base / "1")  # the module's export as version 1
-    caplog.set_level("INFO", logger="keras_bert.devserver")
-    with model_server(str(base), "bert", grpc_port=0, rest_port=0, poll_seconds=0.2) as server, \
-            GrpcClient(server.grpc_address, "bert", timeout=60) as client:
-        rest = RestClient(server.rest_url, "bert")
-        before = client.predict(TEXTS[:2])
-        # A second, differently initialised model, exported next to version 1.
-        new_model = make_tiny_model_dir(str(tmp_path / "second"), seed=1)
-        second = export_model(new_model, str(base), target=None)
-        assert second.version == 2
-        deadline = time.monotonic() + 60
-        while server.store.current.version != 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        states = {s["version"]: s["state"] for s in client.status()["model_version_status"]}
-        assert states == {"2": "AVAILABLE", "1": "END"}
-        assert rest.status(2)["model_version_status"][0]["state"] == "AVAILABLE"
-        assert server.store.warmup_counts == {1: 1, 2: 1}
-        assert "warmup: replayed 1 request(s) for model 'bert' version 2" in caplog.text
-        after = client.predict(TEXTS[:2])
-        assert_rows_match(after, reference_outputs(second.path, TEXTS[:2]))
-        assert not np.allclose(after[0]["embedding"], before[0]["embedding"], atol=1e-3)
-        assert rest.metadata()["model_spec"]["version"] == "2"
-        with pytest.raises(ServerError, match="version 1 of model 'bert' is not available"):
-            client.predict(TEXTS[:1], version=1)
-        # A broken version is reported and never replaces the served one.
-        os.makedirs(base / "3")
-        deadline = time.monotonic() + 30
-        while (3 not in server.store.states or server.store.states[3].state != "END") \
-                and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert client.status(3)["model_version_status"][0]["status"]["error_code"] == "UNKNOWN"
-        assert_rows_match(client.predict(TEXTS[:2]), reference_outputs(second.path, TEXTS[:2]))
-        rest.close()
 
 
 # (d) Malformed requests -----------------------------------------------------------------------
@@ -324,33 +255,6 @@ def test_internal_errors_are_logged_not_sent(server, clients, expected, monkeypa
     assert "secret detail" in caplog.text and "Traceback" in caplog.text
     monkeypatch.undo()
     assert_rows_match(clients[0].predict(TEXTS), expected)
-
-
-def test_batcher_merges_concurrent_requests_and_isolates_failures():
-    calls = []
-
-    def call(inputs):
-        calls.append(len(inputs["text"]))
-        time.sleep(0.01)
-        if b"bad" in inputs["text"]:
-            raise ValueError("bad input")
-        return {"length": np.array([len(t) for t in inputs["text"]])}
-
-    batcher = Batcher(call, max_batch_size=8)
-    texts = [b"x" * i for i in range(1, 24)] + [b"bad"]
-
-    def one(text):
-        try:
-            return batcher({"text": np.array([text], object)})["length"].tolist()
-        except ValueError as e:
-            return str(e)
-
-    with ThreadPoolExecutor(12) as executor:
-        answers = list(executor.map(one, texts))
-    batcher.stop()
-    assert answers == [[len(t)] for t in texts[:-1]] + ["bad input"]
-    assert max(calls) > 1 and max(calls) <= 8  # merged, within max_batch_size
-    assert one(b"after stop") == [10]  # runs unbatched once stopped
 
 
 def test_rest_status_errors(server):

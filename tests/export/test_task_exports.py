@@ -17,8 +17,8 @@ from keras_bert.tasks.question_answering.serving import QuestionAnswererServing
 from keras_bert.tasks.question_answering.span_decoding import NO_SPAN_SCORE, best_spans
 from keras_bert.tasks.task_dir import export_model
 from keras_bert.tasks.task_model import TextTaskModel
-from tests.devserver.test_server import model_server
 from tests.export.helpers import WORDS, make_tiny_task_dir, run_fresh
+from tests.support.devserver import model_server
 from tests.tasks.question_answering import reference_squad
 from tests.tasks.token_classification.reference_alignment import align_sentences
 from tests.tasks.token_classification.reference_word_windows import sentence_windows

@@ -1,0 +1,55 @@
+"""The development server picks up a new version: loaded, warmed up (its warmup file
+replayed) and served in place of the old one, which ends; a broken version is reported and
+never replaces the served one. The server binds 127.0.0.1 on free ports (port 0); every wait
+is bounded in time."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import numpy as np
+import pytest
+
+from keras_bert.client import GrpcClient, RestClient, ServerError
+from keras_bert.tasks.task_dir import export_model
+from tests.export.helpers import make_tiny_model_dir
+from tests.support.devserver import TEXTS, assert_rows_match, model_server, reference_outputs
+
+
+def test_new_version_is_loaded_warmed_up_and_served(exported, tmp_path, caplog):
+    base = tmp_path / "bert"
+    shutil.copytree(exported.path, base / "1")  # the module's export as version 1
+    caplog.set_level("INFO", logger="keras_bert.devserver")
+    with model_server(str(base), "bert", grpc_port=0, rest_port=0, poll_seconds=0.2) as server, \
+            GrpcClient(server.grpc_address, "bert", timeout=60) as client:
+        rest = RestClient(server.rest_url, "bert")
+        before = client.predict(TEXTS[:2])
+        # A second, differently initialised model, exported next to version 1.
+        new_model = make_tiny_model_dir(str(tmp_path / "second"), seed=1)
+        second = export_model(new_model, str(base), target=None)
+        assert second.version == 2
+        deadline = time.monotonic() + 60
+        while server.store.current.version != 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        states = {s["version"]: s["state"] for s in client.status()["model_version_status"]}
+        assert states == {"2": "AVAILABLE", "1": "END"}
+        assert rest.status(2)["model_version_status"][0]["state"] == "AVAILABLE"
+        assert server.store.warmup_counts == {1: 1, 2: 1}
+        assert "warmup: replayed 1 request(s) for model 'bert' version 2" in caplog.text
+        after = client.predict(TEXTS[:2])
+        assert_rows_match(after, reference_outputs(second.path, TEXTS[:2]))
+        assert not np.allclose(after[0]["embedding"], before[0]["embedding"], atol=1e-3)
+        assert rest.metadata()["model_spec"]["version"] == "2"
+        with pytest.raises(ServerError, match="version 1 of model 'bert' is not available"):
+            client.predict(TEXTS[:1], version=1)
+        # A broken version is reported and never replaces the served one.
+        os.makedirs(base / "3")
+        deadline = time.monotonic() + 30
+        while (3 not in server.store.states or server.store.states[3].state != "END") \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert client.status(3)["model_version_status"][0]["status"]["error_code"] == "UNKNOWN"
+        assert_rows_match(client.predict(TEXTS[:2]), reference_outputs(second.path, TEXTS[:2]))
+        rest.close()
