@@ -52,7 +52,7 @@ def test_package_exposes_encoder_lazily():
         keras_bert.Nope  # noqa: B018
 
 
-@pytest.mark.slow  # 17-30 s: CI runs it every landing (keeps the README's tier under 15 min)
+@pytest.mark.slow  # 17-30 s: kept out of the README's tier (under 15 min); CI runs it once a cycle
 def test_server_side_loads_no_keras_model_code():
     # `import tensorflow` itself imports Keras 3 when it is installed (it eagerly loads
     # keras.src.optimizers); the server must not add to that, nor load keras_bert's models.

@@ -220,7 +220,7 @@ def test_the_command_line_prints_one_line(repository, tmp_path):
         "(check the id; a private one needs HF_TOKEN)"]
 
 
-@pytest.mark.slow  # 17-30 s: CI runs it every landing (keeps the README's tier under 15 min)
+@pytest.mark.slow  # 17-30 s: kept out of the README's tier (under 15 min); CI runs it once a cycle
 def test_a_model_directory_by_hub_id_serves_every_command(model_dir, tmp_path):
     """A keras_bert model directory kept on the Hub (as a user shares a fine-tuned one):
     `keras-bert encode hf://...` fetches it whole through `huggingface_hub` and answers as

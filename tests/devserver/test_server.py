@@ -306,7 +306,7 @@ LOAD_CLIENTS = 16
 LOAD_REQUESTS = int(os.environ.get("KERAS_BERT_LOAD_REQUESTS", "1000"))
 
 
-@pytest.mark.slow  # 30-42 s: CI runs it every landing (keeps the README's tier under 15 min)
+@pytest.mark.slow  # 30-42 s: kept out of the README's tier (under 15 min); CI runs it once a cycle
 def test_load_16_concurrent_clients(serve_process, exported):
     """16 clients (8 gRPC, 8 REST) x 1000 requests each, bounded at 120 s: 0 errors."""
     grpc_address, rest_url = serve_process.addresses()

@@ -265,7 +265,7 @@ def _strict_json(body: bytes):
     return json.loads(body, parse_constant=reject)
 
 
-@pytest.mark.slow  # 30-42 s: CI runs it every landing (keeps the README's tier under 15 min)
+@pytest.mark.slow  # 30-42 s: kept out of the README's tier (under 15 min); CI runs it once a cycle
 def test_unanswerable_questions_answer_finite_json_over_rest(tmp_path):
     """SQuAD v1.1 decoding asked about an empty context (no span possible) answers
     `has_answer: false` with a finite score, which a strict JSON parser reads from the REST

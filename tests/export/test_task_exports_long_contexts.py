@@ -105,7 +105,7 @@ def test_span_qa_module_answers_within_max_answer_length(long_qa):
     assert sum(len(r["text"].split()) > 3 for r in unlimited) >= 3, unlimited
 
 
-@pytest.mark.slow  # 30-42 s: CI runs it every landing (keeps the README's tier under 15 min)
+@pytest.mark.slow  # 30-42 s: kept out of the README's tier (under 15 min); CI runs it once a cycle
 def test_long_contexts_fresh_process_match_the_python_reference(long_qa, tmp_path):
     loaded, exported, threshold = long_qa
     questions, contexts = _long_pairs()

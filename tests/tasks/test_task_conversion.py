@@ -115,7 +115,7 @@ def _run_hf(hf, model, inputs: dict) -> dict:
 
 # ----------------------------------------------------------------- sequence classification
 @pytest.mark.needs_torch
-@pytest.mark.slow  # 30-42 s: CI runs it every landing (keeps the README's tier under 15 min)
+@pytest.mark.slow  # 30-42 s: kept out of the README's tier (under 15 min); CI runs it once a cycle
 def test_sequence_classification_keeps_head_and_labels(hf, tmp_path, capsys):
     names = ["negative", "neutral", "positive"]
     src, reference = _hf_dir(tmp_path, hf, "BertForSequenceClassification",
