@@ -147,15 +147,36 @@ def runner_table(sizes, medians, counts, splits, words, contenders) -> str:
 
 
 def marginal_rates(medians, counts, contenders) -> tuple[dict, dict]:
-    """`({name: marginal examples/s}, {name: start-up s})` from the two corpus sizes."""
+    """`({name: marginal examples/s}, {name: start-up s})` from the two corpus sizes; None
+    for a runner whose larger corpus did not take longer (sizes too close for the host's
+    noise, as `--quick`'s are): a rate from a time difference of zero or less means nothing."""
     added = counts[-1] - counts[0]
-    rate = {name: added / (medians[-1][name] - medians[0][name]) for name in contenders}
-    startup = {name: medians[0][name] - counts[0] / rate[name] for name in contenders}
+    rate, startup = {}, {}
+    for name in contenders:
+        extra_seconds = medians[-1][name] - medians[0][name]
+        if added <= 0 or extra_seconds <= 0:
+            rate[name] = startup[name] = None
+            continue
+        rate[name] = added / extra_seconds
+        startup[name] = medians[0][name] - counts[0] / rate[name]
     return rate, startup
 
 
+def rate_row(name: str, rate: dict, startup: dict) -> list[str]:
+    """`name`'s row of the marginal-rate table: "n/a" where a rate was not measured."""
+    if rate[name] is None:
+        return [name, "n/a", "n/a", "n/a"]
+    versus = f"{rate[name] / rate['single']:.2f}x" if rate["single"] is not None else "n/a"
+    return [name, f"{rate[name]:.0f}", versus, f"{startup[name]:.1f}"]
+
+
 def print_scale_out(counts, words, rate: dict, args) -> None:
-    """Prints the scale-out arithmetic for BERT's corpus, from the measured marginal rates."""
+    """Prints the scale-out arithmetic for BERT's corpus, from the measured marginal rates
+    (one line saying why not, where a rate it needs could not be measured)."""
+    if rate["direct-1"] is None or rate["direct-2"] is None:
+        print("no scale-out arithmetic: the larger corpus did not take the direct runners "
+              "longer, so no marginal rate was measured (give --copies sizes further apart)")
+        return
     per_word = counts[-1] / words[-1] / args.dupe_factor
     total = BERT_WORDS * per_word * 10  # dupe factor 10, as BERT
     per_process = rate["direct-1"]
@@ -185,8 +206,7 @@ def main() -> int:
     rate, startup = marginal_rates(medians, counts, contenders)
     print(markdown_table(
         ["runner", "marginal examples/s (start-up excluded)", "vs single", "start-up s"],
-        [[name, f"{rate[name]:.0f}", f"{rate[name] / rate['single']:.2f}x",
-          f"{startup[name]:.1f}"] for name in contenders]))
+        [rate_row(name, rate, startup) for name in contenders]))
     print_scale_out(counts, words, rate, args)
     return 0
 

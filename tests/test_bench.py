@@ -22,7 +22,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = {
     "tokenizer_speed.py": r"\| ours_function / hf \| [\d.]+x \|",
     "pretraining_pipeline.py": r"examples per epoch: \d+",
-    "beam_pipeline.py": r"\| direct-2 \| -?[\d.]+ \| -?[\d.]+x \| -?[\d.]+ \|",
+    # A measured marginal rate, or "n/a" where the larger corpus was not slower; never < 0.
+    "beam_pipeline.py": r"\| direct-2 \| (?:[\d.]+ \| (?:[\d.]+x|n/a) \| -?[\d.]+|n/a \| n/a \| n/a) \|",
     "encoder_forward.py": r"\| tiny \| ours / HF torch \| [\d.]+x \|",
     "pretrain_step.py": r"\| ours / hf \| [\d.]+x \|",
     "accelerator.py": r"\| tiny \| 128 \| 8 \| mixed_bfloat16 \| [\d.]+ \|(?s:.*)"
@@ -122,3 +123,14 @@ def test_quick_mode_runs_and_compares(script):
                             cwd=REPO, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert re.search(BENCHMARKS[script], result.stdout), result.stdout[-3000:]
+
+
+def test_beam_marginal_rate_needs_the_larger_corpus_to_take_longer():
+    from bench.beam_pipeline import marginal_rates
+
+    medians = [{"single": 10.0, "direct-1": 6.0}, {"single": 14.0, "direct-1": 5.5}]
+    rate, startup = marginal_rates(medians, [100, 300], ["single", "direct-1"])
+    # 200 more examples in 4 more seconds: 50 examples/s; 100 of them took 2 s of the 10.
+    assert rate["single"] == 50.0 and startup["single"] == 8.0
+    # Faster on the larger corpus (the host's noise at tiny sizes): no rate, not a negative one.
+    assert rate["direct-1"] is None and startup["direct-1"] is None
