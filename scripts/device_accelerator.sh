@@ -7,6 +7,9 @@
 #   bash scripts/device_accelerator.sh probe          versions and devices only (a short call)
 #   bash scripts/device_accelerator.sh [ARGS...]      the benchmark (`run` ARGS: --models ...)
 # Results: $OUT/accelerator.json and $OUT/accelerator.log (the device tool brings $OUT back).
+# With `--answers "$OUT"` also the fine-tuned weights and held-out logits (7 files in all,
+# each under the 16 MB a lent machine sends back); here, `bench/accelerator.py verify
+# --answers DIR` checks that their TF export answers as the GPU did.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=.accelerator
