@@ -52,7 +52,8 @@ BENCHMARKS = {
 
 # Modules the benchmarks import, not run by themselves (serving_precisions.py's int8 exports:
 # tests/test_bench_int8_exports.py).
-MODULES = ("common.py", "litert_spans.py", "serving_precisions.py", "serving_report.py")
+MODULES = ("accelerator_data.py", "common.py", "litert_spans.py", "serving_precisions.py",
+           "serving_report.py")
 
 
 def test_every_benchmark_is_listed():
