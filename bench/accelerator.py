@@ -45,6 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402  (no TensorFlow: runs on a JAX-only image)
 from bench.accelerator_data import (  # noqa: E402
+    ENCODER,
+    IDS,
     LABELS,
     load_encoder,
     prepare,
@@ -184,7 +186,7 @@ def time_pretraining(name: str, batch: int, args) -> dict:
     compile_seconds = time.perf_counter() - start
     start = time.perf_counter()
     history = model.fit(data, batch_size=batch, verbose=0, shuffle=False)
-    float(history.history["loss"][-1])  # the last step has finished
+    last_loss = float(history.history["loss"][-1])  # the last step has finished
     seconds = time.perf_counter() - start
     per_second = batch * args.steps / seconds
     flops = per_second * model_flops(layers, hidden, vocab, SEQ, PREDICTIONS) / 1e12
@@ -193,7 +195,7 @@ def time_pretraining(name: str, batch: int, args) -> dict:
     return {"model": name, "batch": batch, "sequences_per_s": per_second,
             "model_tflops": flops, "mfu": None if peak is None else flops / peak,
             "ms_per_step": 1000 * seconds / args.steps, "warm_up_s": compile_seconds,
-            "last_loss": float(history.history["loss"][-1])}
+            "last_loss": last_loss}
 
 
 # ----- fine-tuning on ids -------------------------------------------------------------------
@@ -209,13 +211,13 @@ def finetune(args) -> dict:
     from keras_bert.training.fit_schedule import FitSchedule
     from keras_bert.training.precision import training_precision
 
-    with np.load(os.path.join(args.data, "rotten_tomatoes_ids.npz")) as data:
+    with np.load(os.path.join(args.data, IDS)) as data:
         splits = {part: ({k: data[f"{part}_{k}"].astype("int32") for k in INPUT_NAMES},
                          data[f"{part}_labels"].astype("int32")) for part in ("train", "test")}
     (x, y), (test_x, test_y) = splits["train"], splits["test"]
     precision = training_precision(args.finetune_precision)
     keras.utils.set_random_seed(args.seed)
-    network = BertClassifier(load_encoder(os.path.join(args.data, "minilm.npz"), precision),
+    network = BertClassifier(load_encoder(os.path.join(args.data, ENCODER), precision),
                              len(LABELS))
     steps = -(-len(y) // args.finetune_batch) * args.epochs
     network.compile(optimizer=FitSchedule().optimizer(steps),
@@ -229,7 +231,7 @@ def finetune(args) -> dict:
     accuracy = float(np.mean(np.argmax(logits, axis=-1) == test_y))
     saved = {}
     if args.answers:  # for `verify`: the TF export must answer as this network does
-        saved = {"answers": save_answers(network, os.path.join(args.data, "minilm.npz"),
+        saved = {"answers": save_answers(network, os.path.join(args.data, ENCODER),
                                          test_x, logits, args.answers, len(LABELS))}
     return {**saved, "train": len(y), "held_out": len(test_y), "epochs": args.epochs,
             "precision": precision, "fit_s": seconds,

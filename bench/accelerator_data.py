@@ -22,6 +22,7 @@ That machine has JAX and no TensorFlow, and at most 64 MiB go with a call. So:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -34,8 +35,10 @@ from bench import common  # noqa: E402  (no TensorFlow: `load_encoder` runs on a
 LABELS = ("fresh", "rotten")
 MINILM_SEQ = 64
 
+IDS = "rotten_tomatoes_ids.npz"  # what `prepare` writes and `run` reads
+ENCODER = "minilm.npz"
 CHUNK_BYTES = 15_000_000
-ANSWERS = "answers.npz"
+ANSWERS = "answers.npz"  # what `run --answers` writes and `verify` reads
 
 
 # ----- there (JAX, no TensorFlow) ---------------------------------------------------------
@@ -75,12 +78,12 @@ def save_answers(network, encoder_path: str, test_x: dict, logits, folder: str,
     exact = BertClassifier(load_encoder(encoder_path), num_classes,
                            dropout=network.dropout)
     exact.set_weights([w.astype("float32") for w in weights])
+    full_float32 = contextlib.nullcontext()
     if keras.backend.backend() == "jax":  # else JAX's GPU float32 matmuls use TF32
         import jax
 
-        with jax.default_matmul_precision("highest"):
-            float32_logits = exact.predict(test_x, batch_size=256, verbose=0)
-    else:
+        full_float32 = jax.default_matmul_precision("highest")
+    with full_float32:
         float32_logits = exact.predict(test_x, batch_size=256, verbose=0)
     files = write_weights(folder, weights)
     np.savez(os.path.join(folder, ANSWERS), logits=np.asarray(logits, "float32"),
@@ -108,12 +111,12 @@ def _pieces(weights):
     """`(key, array)`: each weight whole (`w0007`), or one over `CHUNK_BYTES` (the word
     embeddings) cut into row blocks that fit (`w0000.0`, `w0000.1`, ...)."""
     for i, w in enumerate(weights):
-        rows = max(1, CHUNK_BYTES // max(1, w.nbytes // max(1, len(w)))) if w.ndim else 1
         if w.nbytes <= CHUNK_BYTES or w.ndim == 0:
             yield f"w{i:04d}", w
-        else:
-            for part, start in enumerate(range(0, len(w), rows)):
-                yield f"w{i:04d}.{part}", w[start:start + rows]
+            continue
+        rows = max(1, CHUNK_BYTES // (w.nbytes // len(w)))
+        for part, start in enumerate(range(0, len(w), rows)):
+            yield f"w{i:04d}.{part}", w[start:start + rows]
 
 
 def _write_chunk(folder: str, index: int, arrays: dict) -> str:
@@ -161,7 +164,7 @@ def read_weights(folder: str, files: list[str], shapes: list) -> list:
 
 
 def compare_export(answers_dir: str, data_dir: str, source: str, labels, seq_length: int,
-           held_out_texts: list[str], held_out_labels) -> dict:
+                   held_out_texts: list[str], held_out_labels) -> dict:
     """The TF export of the accelerator's fine-tuned weights, asked about the held-out texts
     in TF Serving's loader, against the accelerator's answers (see the module docstring):
     the largest logit differences, the share of equal labels, both accuracies."""
@@ -175,7 +178,7 @@ def compare_export(answers_dir: str, data_dir: str, source: str, labels, seq_len
     weights, answers = read_answers(answers_dir)
     model = TextClassifier.from_pretrained(source, labels=list(labels), seq_length=seq_length,
                                            precision="float32")
-    with np.load(os.path.join(data_dir, "rotten_tomatoes_ids.npz")) as ids:
+    with np.load(os.path.join(data_dir, IDS)) as ids:
         travelled = ids["test_input_word_ids"].astype("int32")
     packed = model.preprocessor(held_out_texts)["input_word_ids"].numpy()
     if not np.array_equal(packed, travelled):
@@ -236,9 +239,9 @@ def prepare(args) -> None:
         packed = model.preprocessor([text for text, _ in rows])
         arrays.update({f"{part}_{k}": v.numpy().astype("int16") for k, v in packed.items()})
         arrays[f"{part}_labels"] = np.array([LABELS.index(y) for _, y in rows], "int8")
-    np.savez_compressed(os.path.join(args.out, "rotten_tomatoes_ids.npz"), **arrays)
+    np.savez_compressed(os.path.join(args.out, IDS), **arrays)
     encoder = model.network.encoder
-    np.savez(os.path.join(args.out, "minilm.npz"),
+    np.savez(os.path.join(args.out, ENCODER),
              config=np.array(json.dumps(encoder.config.to_dict())),
              names=np.array(json.dumps([v.path for v in encoder.weights])),
              **{f"w{i:04d}": np.asarray(v.numpy(), "float16")
