@@ -346,27 +346,28 @@ def _write(args, result: dict) -> None:
 
 
 def report(result: dict, precision: str) -> str:
-    """The results as the tables bench/RESULTS.md records."""
+    """The results as the tables bench/RESULTS.md records, one per part that ran."""
     rows = [[r["model"], SEQ, r.get("batch") or "-", precision,
              f"{r['sequences_per_s']:.1f}" if "sequences_per_s" in r
              else r.get("note") or r.get("error", ""),
              f"{r.get('model_tflops', 0):.2f}",
              f"{100 * r['mfu']:.1f}%" if r.get("mfu") else "n/a",
              f"{r.get('ms_per_step', 0):.1f}"] for r in result["pretraining"]]
-    text = common.markdown_table(["model", "seq", "batch", "precision", "sequences/s",
-                                  "model TFLOP/s", "MFU", "ms/step"], rows) if rows else ""
+    parts = [common.markdown_table(["model", "seq", "batch", "precision", "sequences/s",
+                                    "model TFLOP/s", "MFU", "ms/step"], rows)] if rows else []
     tune = result.get("finetuning")
     if tune and "error" in tune:
-        text += f"\n\nfine-tuning failed: {tune['error']}"
+        parts.append(f"fine-tuning failed: {tune['error']}")
     elif tune:
-        text += "\n\n" + common.markdown_table(
+        parts.append(common.markdown_table(
             ["fine-tuning", "train / held-out", "epochs", "precision", "fit s", "examples/s",
              "held-out accuracy", "majority"],
             [["MiniLM, Rotten Tomatoes", f"{tune['train']} / {tune['held_out']}",
               tune["epochs"], tune["precision"], f"{tune['fit_s']:.1f}",
               f"{tune['examples_per_s']:.1f}", f"{tune['accuracy']:.4f}",
-              f"{tune['majority']:.4f}"]])
-    return text
+              f"{tune['majority']:.4f}"]]))
+    # A skipped part (`--skip-pretraining`, `--skip-finetuning`) leaves no blank line behind.
+    return "\n\n".join(parts)
 
 
 def main(argv=None) -> dict | None:

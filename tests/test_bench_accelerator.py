@@ -52,6 +52,25 @@ def test_a_failing_part_is_recorded_and_the_run_goes_on(tmp_path):
         _part(argparse.Namespace(strict=True, json=None), lambda: 1 / 0)
 
 
+def test_the_report_has_a_table_per_part_that_ran_and_no_blank_lines():
+    from bench.accelerator import report
+
+    step = {"model": "base", "batch": 8, "sequences_per_s": 123.4, "model_tflops": 1.5,
+            "mfu": 0.25, "ms_per_step": 64.8}
+    tune = {"train": 40, "held_out": 20, "epochs": 1, "precision": "float32", "fit_s": 3.0,
+            "examples_per_s": 13.3, "accuracy": 0.75, "majority": 0.5}
+    both = report({"pretraining": [step], "finetuning": tune}, "float32").splitlines()
+    assert both[2].split("|")[5].strip() == "123.4" and both[3] == ""
+    assert "0.7500" in both[-1]
+    for result in ({"pretraining": [], "finetuning": tune},  # --skip-pretraining
+                   {"pretraining": [step]},                   # --skip-finetuning
+                   {"pretraining": [], "finetuning": {"error": "OOM"}}):
+        lines = report(result, "float32").splitlines()
+        assert lines[0] and lines[-1], lines  # neither starts nor ends with a blank line
+    failed = report({"pretraining": [], "finetuning": {"error": "OOM"}}, "float32")
+    assert failed == "fine-tuning failed: OOM"
+
+
 def _bench(*arguments, backend="tensorflow") -> str:
     env = dict(os.environ, KERAS_BACKEND=backend)
     run = subprocess.run([sys.executable, "bench/accelerator.py", *arguments], cwd=REPO,
