@@ -68,19 +68,22 @@ class ModelStore:
 
     Limits that keep the server alive under abuse: a request holds at most `max_rows` rows
     and strings of at most `max_string_bytes`; at most `max_concurrent_calls` model calls
-    run at once (further requests wait their turn).
+    run at once (further requests wait their turn). `session_config` (a `ConfigProto`, or None
+    for TensorFlow's defaults) builds each version's Session: its thread pools.
     """
 
     def __init__(self, base_dir: str, model_name: str, poll_seconds: float = 2.0,
                  warmup: bool = True, max_string_bytes: int = DEFAULT_MAX_STRING_BYTES,
                  batching: dict | None = None, max_rows: int = DEFAULT_MAX_ROWS,
-                 max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS):
+                 max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+                 session_config=None):
         if min(max_string_bytes, max_rows, max_concurrent_calls) < 1:
             raise ValueError("request limits must be positive")
         self.base_dir = os.path.abspath(base_dir)
         self.max_rows = max_rows
         self.gate = threading.BoundedSemaphore(max_concurrent_calls)
         self.batching = batching
+        self.session_config = session_config
         self.model_name = model_name
         self.poll_seconds = poll_seconds
         self.warmup = warmup
@@ -162,7 +165,7 @@ class ModelStore:
         served = None
         try:
             served = ServedVersion(version, path, self.max_string_bytes, self.batching,
-                                   self.max_rows, self.gate)
+                                   self.max_rows, self.gate, self.session_config)
             if self.warmup:
                 served.warmup_requests = self._run_warmup(served)
         except Exception as e:  # noqa: BLE001 - a bad export must not stop the server

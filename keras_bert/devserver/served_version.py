@@ -88,17 +88,19 @@ def clean_tf_error(message: str) -> str:
 
 
 class ServedVersion:
-    """One loaded version: its `SessionBundle`, signatures and `SignatureDef`s."""
+    """One loaded version: its `SessionBundle` (its Session built with `config`: the thread
+    pools, `session_bundle.session_config`), signatures and `SignatureDef`s."""
 
     def __init__(self, version: int, path: str, max_string_bytes: int = DEFAULT_MAX_STRING_BYTES,
                  batching: dict | None = None, max_rows: int = DEFAULT_MAX_ROWS,
-                 gate: threading.Semaphore | None = None):
+                 gate: threading.Semaphore | None = None,
+                 config: tf.compat.v1.ConfigProto | None = None):
         self.version = version
         self.path = path
         self.max_string_bytes = max_string_bytes
         self.max_rows = max_rows
         self.gate = gate or threading.BoundedSemaphore(DEFAULT_MAX_CONCURRENT_CALLS)
-        self.bundle = SessionBundle(path)
+        self.bundle = SessionBundle(path, config=config)
         self.signature_defs = self.bundle.signature_defs
         self.signatures = {}
         for name, sig_def in self.signature_defs.items():

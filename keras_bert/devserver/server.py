@@ -43,6 +43,7 @@ from keras_bert.devserver.served_version import (
     invalid,
     tensor_proto_to_array,
 )
+from keras_bert.export.session_bundle import session_config
 
 log = logging.getLogger("keras_bert.devserver")
 
@@ -154,6 +155,9 @@ class ModelServer:
       batching: merge concurrent requests to a signature into one call (like TF Serving's
         `--enable_batching`); `max_batch_size`, `batch_timeout_s` (how long a batch waits
         for more requests; 0 takes what is queued) and `batch_threads` tune it.
+      intra_op_threads, inter_op_threads: the Session's thread pools, as TF Serving's
+        `--tensorflow_intra_op_parallelism` / `--tensorflow_inter_op_parallelism` (0:
+        TensorFlow's default, every core; `session_bundle.session_config`).
     """
 
     def __init__(self, base_dir: str, model_name: str = "bert", host: str = "127.0.0.1",
@@ -163,11 +167,13 @@ class ModelServer:
                  max_string_bytes: int = DEFAULT_MAX_STRING_BYTES, workers: int = 16,
                  batching: bool = True, max_batch_size: int = 32, batch_timeout_s: float = 0.0,
                  batch_threads: int = 1, max_rows: int = DEFAULT_MAX_ROWS,
-                 max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS):
+                 max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+                 intra_op_threads: int = 0, inter_op_threads: int = 0):
+        threads = session_config(intra_op_threads, inter_op_threads)  # checked before loading
         options = dict(max_batch_size=max_batch_size, timeout_s=batch_timeout_s,
                        threads=batch_threads) if batching else None
         self.store = ModelStore(base_dir, model_name, poll_seconds, warmup, max_string_bytes,
-                                options, max_rows, max_concurrent_calls)
+                                options, max_rows, max_concurrent_calls, threads)
         self.host = host
         self._grpc_port, self._rest_port = grpc_port, rest_port
         self.max_message_bytes = max_message_bytes

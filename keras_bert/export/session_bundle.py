@@ -62,6 +62,26 @@ def read_signature_defs(export_dir: str) -> dict:
     raise ValueError(f"{export_dir} has no MetaGraph tagged {SERVE_TAG!r}")
 
 
+def session_config(intra_op_threads: int = 0,
+                   inter_op_threads: int = 0) -> tf.compat.v1.ConfigProto | None:
+    """The Session's thread pools as TF Serving's `--tensorflow_intra_op_parallelism` and
+    `--tensorflow_inter_op_parallelism` set them: 0 is TensorFlow's default (every core).
+
+    `intra_op_threads` is how many threads one op (a matrix product) splits over. On a small
+    CPU serving short texts one at a time, or several clients at once, 1 answers faster: the
+    op's work is too small to share (bench/RESULTS.md, "The Session's thread pools").
+    None when both are 0, so the Session is built exactly as without this."""
+    for flag, value in (("intra_op_threads", intra_op_threads),
+                        ("inter_op_threads", inter_op_threads)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{flag} must be a whole number >= 0 (0: TensorFlow's default, "
+                             f"every core), got {value!r}")
+    if intra_op_threads == inter_op_threads == 0:
+        return None
+    return tf.compat.v1.ConfigProto(intra_op_parallelism_threads=intra_op_threads,
+                                    inter_op_parallelism_threads=inter_op_threads)
+
+
 class SessionBundle:
     """One SavedModel version restored into its own `tf.Graph` and `tf.compat.v1.Session`.
 

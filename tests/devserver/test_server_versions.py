@@ -6,6 +6,7 @@ is bounded in time."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 
@@ -53,3 +54,28 @@ def test_new_version_is_loaded_warmed_up_and_served(exported, tmp_path, caplog):
         assert client.status(3)["model_version_status"][0]["status"]["error_code"] == "UNKNOWN"
         assert_rows_match(client.predict(TEXTS[:2]), reference_outputs(second.path, TEXTS[:2]))
         rest.close()
+
+
+def test_each_version_s_session_gets_the_thread_pools_asked_for(exported, tmp_path):
+    """`--intra-op-threads` / `--inter-op-threads` reach the Session every version is loaded
+    into, as TF Serving's `--tensorflow_*_op_parallelism` do; it still answers as the export
+    does. 0 and 0 leave the Session as TensorFlow builds it."""
+    base = tmp_path / "bert"
+    shutil.copytree(exported.path, base / "1")
+    with model_server(str(base), "bert", grpc_port=0, rest_port=None, intra_op_threads=1,
+                      inter_op_threads=3) as server, \
+            GrpcClient(server.grpc_address, "bert", timeout=60) as client:
+        config = server.store.current.bundle.session._config
+        assert (config.intra_op_parallelism_threads, config.inter_op_parallelism_threads) \
+            == (1, 3)
+        assert_rows_match(client.predict(TEXTS[:2]), reference_outputs(exported.path, TEXTS[:2]))
+    with model_server(str(base), "bert", grpc_port=0, rest_port=None) as server:
+        assert server.store.session_config is None
+
+
+@pytest.mark.parametrize("threads", [{"intra_op_threads": -1}, {"inter_op_threads": 1.5}])
+def test_a_bad_thread_count_is_one_error_naming_it(exported, threads):
+    name, value = next(iter(threads.items()))
+    with pytest.raises(ValueError, match=rf"^{name} must be a whole number >= 0 .*got "
+                                         rf"{re.escape(repr(value))}$"):
+        model_server(exported.path, "bert", grpc_port=0, rest_port=None, **threads)
