@@ -60,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402
 from bench import serving_latency as serving  # noqa: E402
 from bench.litert_spans import SPAN_LENGTH, build_spans, span_requests  # noqa: E402
+from bench.serving_contenders import hf_tokenizer  # noqa: E402
 
 CONTENDERS = ("litert", "litert_int8", "litert_int8_runner", "ort", "ort_int8", "session",
               "session_xla")
@@ -115,7 +116,7 @@ def build(root: str, model: str, threads: int) -> dict:
     saved = embedder.export(os.path.join(root, "saved"), precision="float32", target=None)
     onnx = serving.write_onnx(hf_dir, os.path.join(root, "model.onnx"))
     onnx_int8 = common.onnx_int8(onnx)
-    tokenizer = serving.hf_tokenizer(os.path.join(hf_dir, "vocab.txt"))
+    tokenizer = hf_tokenizer(os.path.join(hf_dir, "vocab.txt"))
 
     def ort_fn(path):
         options_session = common.ort_session(path, threads)
@@ -185,7 +186,7 @@ def request_texts(args, vocab: str) -> tuple[list[str], str]:
         return (serving.texts_of_length(vocab, args.length, args.texts),
                 f"{args.length} word pieces")
     texts = [text for text, _ in held_out_reviews(args.texts)]
-    pieces = [sum(e.attention_mask) - 2 for e in serving.hf_tokenizer(vocab).encode_batch(texts)]
+    pieces = [sum(e.attention_mask) - 2 for e in hf_tokenizer(vocab).encode_batch(texts)]
     return texts, (f"{len(texts)} held-out Rotten Tomatoes snippets, {min(pieces)}-"
                    f"{max(pieces)} word pieces (mean {sum(pieces) / len(pieces):.1f})")
 

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
 from bench import serving_latency as serving  # noqa: E402
+from bench.serving_contenders import hf_tokenizer  # noqa: E402
 
 TAGS = ["B-LOC", "B-PER", "I-PER", "O", "B-MISC"]
 SPAN_LENGTH = 128  # the tagger's and span QA's max_length, ours and ONNX Runtime's
@@ -153,7 +154,7 @@ def build_spans(root: str, model: str, task: str, threads: int, max_length: int)
                for name, xla in (("session", False), ("session_xla", True))}
     onnx = export_head_onnx(hf_dir, task, os.path.join(root, f"{task}.onnx"))
     onnx_int8 = common.onnx_int8(onnx)
-    tokenizer = serving.hf_tokenizer(os.path.join(hf_dir, "vocab.txt"))
+    tokenizer = hf_tokenizer(os.path.join(hf_dir, "vocab.txt"))
     tokenizer.no_padding()
     module = ours._serving_functions(None, max_length)
     # The int8 file through LiteRT's own `SignatureRunner`, which allocates on every call

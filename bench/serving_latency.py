@@ -4,6 +4,9 @@ Contenders (the same weights, the same texts; tokenization included on every sid
 
 * `session`  our export loaded as TF Serving loads it (`SessionBundle`: Session, SaverDef
              restore), `serving_default` fed raw strings (tokenizer and packer in the graph);
+* `session_intra1` the same export, its Session's ops each on one thread (intra-op pool 1,
+             inter-op `--threads`: TF Serving's `--tensorflow_intra_op_parallelism=1`,
+             `keras-bert serve --intra-op-threads 1`);
 * `session_xla` the same, exported with `--xla` (network XLA-compiled over length buckets;
              TF Serving needs `--xla_cpu_compilation_enabled=true` for it);
 * `session_xla_onednn` that export with XLA's oneDNN dot kernels switched on
@@ -31,16 +34,20 @@ output; before timing, every contender's pooled outputs on the same texts are co
 with the first contender's (max |difference| printed, must be < 1e-3; < 0.1 for the
 bfloat16 and int8 contenders, which round).
 
-Every contender runs in its own process, and only one works at a time: the driver asks
-each for a block of `--requests` requests in turn, rotating their order every round, so no
-runtime's spinning thread pool eats into another's time. Each request is a different text
+Every contender runs in its own process (`bench/serving_contenders.py`), and only one works
+at a time: the driver asks each for a block of `--requests` requests in turn, rotating their
+order every round, so no runtime's spinning thread pool eats into another's time. Each request is a different text
 (or batch of texts) of `--lengths` wordpieces (within 2, specials included), drawn from the
 embedded corpus. Reported: the median over `--rounds` rounds of each round's p50, the p90
-of all timed requests, and the median of per-round ratios.
+of all timed requests, and the median of per-round ratios. With `--clients N` each block is
+sent by N threads at once (concurrent clients of one server), and each contender's requests
+answered per second (the median over rounds) is reported too.
 
     .venv/bin/python bench/serving_latency.py                 # both models, ~25 min (2 cores)
     .venv/bin/python bench/serving_latency.py --models minilm-l6 --lengths 32 --batches 1
     .venv/bin/python bench/serving_latency.py --quick         # tiny random model, seconds
+    .venv/bin/python bench/serving_latency.py --models minilm-l6 --lengths 16,32,64,128 \
+        --batches 1 --contenders session,session_intra1,ort --clients 2   # thread pools
     .venv/bin/python bench/serving_latency.py --models minilm-l6 --lengths 32 --batches 1,32 \
         --contenders session,session_bf16,session_int8,ort,ort_int8   # reduced precisions
 """
@@ -61,17 +68,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
+from bench.serving_contenders import EXPORTS, worker  # noqa: E402
 from bench.serving_precisions import accuracy, write_int8_export  # noqa: E402
-from bench.serving_report import OURS, REDUCED, print_latencies, table_row  # noqa: E402
+from bench.serving_report import REDUCED, print_latencies, table_row  # noqa: E402
 
-ALL_CONTENDERS = ("session", "session_xla", "session_xla_onednn", *REDUCED, "server", "torch",
-                  "ort", "ort_int8")
-EXPORTS = {"session": "export", "session_xla": "export_xla",  # contender -> its export
-           "session_xla_onednn": "export_xla", "session_bf16": "export_bf16",
-           "session_int8": "export_int8", "session_int8_onednn": "export_int8_onednn"}
+ALL_CONTENDERS = ("session", "session_intra1", "session_xla", "session_xla_onednn", *REDUCED,
+                  "server", "torch", "ort", "ort_int8")
 ROUNDING = (*REDUCED, "ort_int8")  # compared within 0.1, not 1e-3
-XLA_ONEDNN_FLAGS = "--xla_cpu_use_onednn=true"
-SERVERS: list = []  # `keras-bert serve` processes of this worker, stopped with it
 SHAPES = {"base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                        intermediate_size=3072),
           "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -88,6 +91,9 @@ def parse_args(argv=None):
     p.add_argument("--requests", type=int, default=20, help="requests per contender per round")
     p.add_argument("--warmup", type=int, default=10, help="untimed requests per contender")
     p.add_argument("--threads", type=int, default=2, help="intra-op threads of every runtime")
+    p.add_argument("--clients", type=int, default=1,
+                   help="threads sending each block's requests at once, each its next as soon "
+                        "as one is answered (a server's concurrent clients); >1 adds req/s")
     p.add_argument("--quick", action="store_true", help="tiny random model: a smoke check")
     p.add_argument("--classifier", help="a fine-tuned Rotten Tomatoes classifier directory: "
                    "also print its held-out accuracy through the loader in float32, bfloat16 "
@@ -101,6 +107,8 @@ def parse_args(argv=None):
     args.lengths = [int(x) for x in args.lengths.split(",")]
     args.batches = [int(x) for x in args.batches.split(",")]
     args.contenders = args.contenders.split(",")
+    if args.clients < 1:
+        p.error(f"--clients must be at least 1, got {args.clients}")
     for name in args.contenders:
         if name not in ALL_CONTENDERS:
             p.error(f"unknown contender {name!r}; choose from {', '.join(ALL_CONTENDERS)}")
@@ -176,102 +184,6 @@ def texts_of_length(vocab: str, length: int, n: int) -> list[str]:
     return texts
 
 
-# ---------------------------------------------------------------------- contenders
-
-
-def hf_tokenizer(vocab: str):
-    from tokenizers import BertWordPieceTokenizer
-
-    tokenizer = BertWordPieceTokenizer(vocab, lowercase=True)._tokenizer
-    tokenizer.enable_padding(pad_id=0)
-    tokenizer.enable_truncation(512)
-    return tokenizer
-
-
-def make_contender(name: str, setup: dict, threads: int):
-    """A function texts -> pooled outputs `[batch, hidden]` (numpy) for contender `name`."""
-    import numpy as np
-
-    if name == "session_xla_onednn":  # read once, when XLA starts: before TF is imported
-        os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"),
-                                                         XLA_ONEDNN_FLAGS]))
-    if name in OURS + ("server",):
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        import tensorflow as tf
-
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(threads)
-    if name in OURS:
-        from keras_bert.export.session_bundle import SessionBundle
-
-        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads,
-                                          inter_op_parallelism_threads=threads)
-        bundle = SessionBundle(setup[EXPORTS[name]], config=config)
-        return lambda texts: bundle.run("serving_default",
-                                        {"text": np.array(texts, dtype=object)},
-                                        ["pooled_output"])["pooled_output"]
-    if name == "server":
-        from keras_bert.client import GrpcClient
-
-        server, address = common.start_server(os.path.dirname(setup["export"]))
-        SERVERS.append(server)
-        client = GrpcClient(address, "bench", timeout=600)
-        return lambda texts: client.predict_columns(
-            {"text": texts}, output_filter=["pooled_output"])["pooled_output"]
-    tokenizer = hf_tokenizer(setup["vocab"])
-
-    def encode(texts):
-        encodings = tokenizer.encode_batch_fast(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        return ids, mask, np.zeros_like(ids)
-
-    if name == "torch":
-        import torch
-        import transformers
-
-        torch.set_num_threads(threads)
-        model = transformers.BertModel.from_pretrained(setup["hf_dir"]).eval()
-
-        def run_torch(texts):
-            ids, mask, types = (torch.from_numpy(a) for a in encode(texts))
-            with torch.inference_mode():
-                return model(input_ids=ids, attention_mask=mask,
-                             token_type_ids=types).pooler_output.numpy()
-
-        return run_torch
-    session = common.ort_session(setup["onnx_int8" if name == "ort_int8" else "onnx"], threads)
-
-    def run_ort(texts):
-        ids, mask, types = encode(texts)
-        return session.run(["pooler_output"], {"input_ids": ids, "attention_mask": mask,
-                                               "token_type_ids": types})[0]
-
-    return run_ort
-
-
-def worker(name: str, setup: dict, threads: int, connection) -> None:
-    """Serves the driver's requests for one contender, in its own process."""
-    run = make_contender(name, setup, threads)
-    connection.send("ready")
-    while True:
-        command, payload = connection.recv()
-        if command == "stop":
-            for server in SERVERS:
-                server.terminate()
-                server.wait(timeout=60)
-            return
-        if command == "outputs":
-            connection.send(run(payload))
-            continue
-        seconds = []
-        for texts in payload:
-            start = time.perf_counter()
-            run(texts)
-            seconds.append(time.perf_counter() - start)
-        connection.send(seconds)
-
-
 # ---------------------------------------------------------------------- driver
 
 
@@ -281,14 +193,15 @@ def measure(workers: dict, requests: list, args, log) -> dict[str, dict]:
     for name in names:
         workers[name].send(("time", requests[-args.warmup:]))
         workers[name].recv()
-    result = {name: {"p50": [], "all": []} for name in names}
+    result = {name: {"p50": [], "all": [], "rate": []} for name in names}
     per_round = args.requests
     for r in range(args.rounds):
         block = [requests[(r * per_round + i) % len(requests)] for i in range(per_round)]
         for name in names[r % len(names):] + names[:r % len(names)]:
             time.sleep(0.05)  # the previous contender's pool goes idle
             workers[name].send(("time", block))
-            seconds = workers[name].recv()
+            seconds, wall = workers[name].recv()
+            result[name]["rate"].append(len(block) / wall)  # requests answered per second
             result[name]["p50"].append(statistics.median(seconds))
             result[name]["all"] += seconds
         p50s = ", ".join(f"{n} {1e3 * result[n]['p50'][-1]:.1f}" for n in names)
@@ -320,8 +233,8 @@ def run_model(model: str, args, log) -> list[list]:
         try:
             for name in args.contenders:
                 mine, theirs = context.Pipe()
-                process = context.Process(target=worker, args=(name, setup, args.threads,
-                                                               theirs), daemon=True)
+                process = context.Process(target=worker, daemon=True, args=(
+                    name, setup, args.threads, theirs, args.clients))
                 process.start()
                 processes.append(process)
                 if mine.recv() != "ready":
@@ -345,7 +258,8 @@ def run_model(model: str, args, log) -> list[list]:
                     requests = [[pool[(k * batch + j) % len(pool)] for j in range(batch)]
                                 for k in range(len(pool))]
                     result = measure(workers, requests, args, log)
-                    rows.append(table_row(model, length, batch, result, args.contenders))
+                    rows.append(table_row(model, length, batch, result, args.contenders,
+                                          args.clients))
         finally:
             for connection in workers.values():
                 connection.send(("stop", None))
@@ -364,7 +278,7 @@ def main(argv=None) -> int:
 
     info = common.machine_description()
     print(f"# serving latency, text in: {common.host_line(info)}, "
-          f"{args.threads} threads per runtime, "
+          f"{args.threads} threads per runtime, {args.clients} client(s), "
           f"{args.rounds} rounds x {args.requests} requests, {info['date']}")
     rows = []
     for model in args.models:

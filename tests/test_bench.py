@@ -52,8 +52,8 @@ BENCHMARKS = {
 
 # Modules the benchmarks import, not run by themselves (serving_precisions.py's int8 exports:
 # tests/test_bench_int8_exports.py).
-MODULES = ("accelerator_data.py", "common.py", "litert_spans.py", "serving_precisions.py",
-           "serving_report.py")
+MODULES = ("accelerator_data.py", "common.py", "litert_spans.py", "serving_contenders.py",
+           "serving_precisions.py", "serving_report.py")
 
 
 def test_every_benchmark_is_listed():
@@ -135,3 +135,21 @@ def test_beam_marginal_rate_needs_the_larger_corpus_to_take_longer():
     assert rate["single"] == 50.0 and startup["single"] == 8.0
     # Faster on the larger corpus (the host's noise at tiny sizes): no rate, not a negative one.
     assert rate["direct-1"] is None and startup["direct-1"] is None
+
+
+def test_concurrent_clients_overlap_their_requests_and_each_is_timed():
+    """`serving_latency --clients N`: a block's requests sent by N threads at once, as a
+    server's concurrent clients send them; each request's own seconds and the block's wall
+    time come back (the req/s column)."""
+    import time
+
+    from bench.serving_contenders import timed_block
+
+    def run(texts):
+        time.sleep(0.05)  # a model call that leaves the core free, as a Session call does
+
+    seconds, wall = timed_block(run, [["a"]] * 4, clients=1)
+    assert len(seconds) == 4 and min(seconds) >= 0.05 and wall >= 0.2
+    seconds, wall = timed_block(run, [["a"]] * 4, clients=2)
+    # Two at a time: two rounds of 0.05 s, not four.
+    assert len(seconds) == 4 and min(seconds) >= 0.05 and wall < 0.17
