@@ -257,15 +257,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(base_dir: str, model_name: str = "bench"):
-    """`keras-bert serve` in a subprocess; returns `(process, grpc_address)` once AVAILABLE."""
+def start_server(base_dir: str, model_name: str = "bench", options: tuple[str, ...] = ()):
+    """`keras-bert serve` (with `options`, more of its flags) in a subprocess; returns
+    `(process, grpc_address)` once AVAILABLE."""
     from keras_bert.client import GrpcClient, ServerError
 
     grpc_port, rest_port = free_port(), free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "keras_bert.cli", "serve", base_dir, "--model-name", model_name,
          "--grpc-port", str(grpc_port), "--rest-port", str(rest_port), "--log-level",
-         "WARNING"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+         "WARNING", *options], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     address = f"127.0.0.1:{grpc_port}"
     deadline = time.monotonic() + 300

@@ -24,6 +24,11 @@ EXPORTS = {"session": "export", "session_intra1": "export",  # contender -> its 
 # Contenders whose Session splits each op over fewer threads than `--threads` (its
 # intra-op pool; TF Serving's `--tensorflow_intra_op_parallelism`).
 INTRA_OP = {"session_intra1": 1}
+# `keras-bert serve` contenders -> the flags they add: one intra-op thread with concurrent
+# requests run side by side (merging off), and with them merged into calls on its one batch
+# thread (its defaults), which leaves one core to do the work.
+SERVER_OPTIONS = {"server": (), "server_intra1": ("--intra-op-threads", "1", "--no-batching"),
+                  "server_intra1_merged": ("--intra-op-threads", "1")}
 XLA_ONEDNN_FLAGS = "--xla_cpu_use_onednn=true"
 SERVERS: list = []  # `keras-bert serve` processes of this worker, stopped with it
 
@@ -57,7 +62,7 @@ def make_contender(name: str, setup: dict, threads: int):
     if name == "session_xla_onednn":  # read once, when XLA starts: before TF is imported
         os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"),
                                                          XLA_ONEDNN_FLAGS]))
-    if name in OURS + ("server",):
+    if name in OURS + tuple(SERVER_OPTIONS):
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         import tensorflow as tf
 
@@ -65,10 +70,11 @@ def make_contender(name: str, setup: dict, threads: int):
         tf.config.threading.set_inter_op_parallelism_threads(threads)
     if name in OURS:
         return session_contender(name, setup, threads)
-    if name == "server":
+    if name in SERVER_OPTIONS:
         from keras_bert.client import GrpcClient
 
-        server, address = common.start_server(os.path.dirname(setup["export"]))
+        server, address = common.start_server(os.path.dirname(setup["export"]),
+                                              options=SERVER_OPTIONS[name])
         SERVERS.append(server)
         client = GrpcClient(address, "bench", timeout=600)
         return lambda texts: client.predict_columns(

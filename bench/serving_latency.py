@@ -19,6 +19,9 @@ Contenders (the same weights, the same texts; tokenization included on every sid
              the CLI refuses `--quantize int8` for SavedModels: these are how that was
              decided);
 * `server`   the same export behind `keras-bert serve`, queried over gRPC (`GrpcClient`);
+* `server_intra1` that server with `--intra-op-threads 1 --no-batching`, and
+             `server_intra1_merged` with `--intra-op-threads 1` alone (concurrent requests
+             merged into calls on its one batch thread, its defaults);
 * `torch`    HF `tokenizers` (`BertWordPieceTokenizer`, `encode_batch_fast`, padded to the
              longest text) + `transformers.BertModel`, PyTorch eager (SDPA), inference mode;
 * `ort`      the same tokenizer + ONNX Runtime fp32 on the CPU (the HF model exported with
@@ -73,7 +76,7 @@ from bench.serving_precisions import accuracy, write_int8_export  # noqa: E402
 from bench.serving_report import REDUCED, print_latencies, table_row  # noqa: E402
 
 ALL_CONTENDERS = ("session", "session_intra1", "session_xla", "session_xla_onednn", *REDUCED,
-                  "server", "torch", "ort", "ort_int8")
+                  "server", "server_intra1", "server_intra1_merged", "torch", "ort", "ort_int8")
 ROUNDING = (*REDUCED, "ort_int8")  # compared within 0.1, not 1e-3
 SHAPES = {"base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                        intermediate_size=3072),

@@ -33,10 +33,13 @@ def table_row(model, length, batch, result, names, clients: int = 1) -> list:
 
 def ratio_pairs(names) -> list[tuple[str, str]]:
     """`(ours, other)`: each of our contenders against each peer, and each of our reduced
-    precisions and thread settings against `session`; the ratio is other's p50 / ours."""
+    precisions and thread settings against `session` (`server_intra1*` against `server`);
+    the ratio is other's p50 / ours."""
     pairs = [(ours, peer) for ours in OURS if ours in names for peer in PEERS if peer in names]
     if "session" in names:
         pairs += [(ours, "session") for ours in (*REDUCED, *THREADED) if ours in names]
+    pairs += [(ours, "server") for ours in ("server_intra1", "server_intra1_merged")
+              if "server" in names and ours in names]
     return pairs
 
 

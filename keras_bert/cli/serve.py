@@ -56,7 +56,9 @@ def register(subparsers) -> None:
     p.add_argument("--intra-op-threads", type=int, default=0,
                    help="threads one op splits over, as TF Serving's "
                         "--tensorflow_intra_op_parallelism (default 0: TensorFlow's, every "
-                        "core; 1 answered short texts faster on 2 cores: docs/export-and-serve.md)")
+                        "core). 1 with --no-batching (or --batch-threads as many as cores) "
+                        "answered concurrent clients faster on 2 cores; with merged calls on "
+                        "one batch thread it leaves one core working (docs/export-and-serve.md)")
     p.add_argument("--inter-op-threads", type=int, default=0,
                    help="threads running ops side by side, as TF Serving's "
                         "--tensorflow_inter_op_parallelism (default 0: TensorFlow's)")
