@@ -341,12 +341,11 @@ def _part(args, compute) -> dict:
 def _write(args, result: dict) -> None:
     """The results so far, to `args.json` (written after each part)."""
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
+        Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
 
 
 def report(result: dict, precision: str) -> str:
-    """The results as the tables bench/RESULTS.md records, one per part that ran."""
+    """The tables bench/RESULTS.md records, one per part that ran (none for a skipped one)."""
     rows = [[r["model"], SEQ, r.get("batch") or "-", precision,
              f"{r['sequences_per_s']:.1f}" if "sequences_per_s" in r
              else r.get("note") or r.get("error", ""),
@@ -366,7 +365,6 @@ def report(result: dict, precision: str) -> str:
               tune["epochs"], tune["precision"], f"{tune['fit_s']:.1f}",
               f"{tune['examples_per_s']:.1f}", f"{tune['accuracy']:.4f}",
               f"{tune['majority']:.4f}"]]))
-    # A skipped part (`--skip-pretraining`, `--skip-finetuning`) leaves no blank line behind.
     return "\n\n".join(parts)
 
 
