@@ -70,7 +70,13 @@ def session_config(intra_op_threads: int = 0,
     `intra_op_threads` is how many threads one op (a matrix product) splits over. On a small
     CPU serving short texts one at a time, or several clients at once, 1 answers faster: the
     op's work is too small to share (bench/RESULTS.md, "The Session's thread pools").
-    None when both are 0, so the Session is built exactly as without this."""
+    None when both are 0, so the Session is built exactly as without this.
+
+    TensorFlow sizes the CPU's intra-op pool once per process, for the first Session or
+    eager op (its `local_device.cc`, unless `TF_OVERRIDE_GLOBAL_THREADPOOL=true`): later
+    Sessions share that pool whatever their config says. `keras-bert serve` and TF Serving
+    build their Sessions before anything else runs TensorFlow, so the setting holds there;
+    in a process of your own, give it to the first Session."""
     for flag, value in (("intra_op_threads", intra_op_threads),
                         ("inter_op_threads", inter_op_threads)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:

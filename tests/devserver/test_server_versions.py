@@ -17,6 +17,7 @@ from keras_bert.client import GrpcClient, RestClient, ServerError
 from keras_bert.tasks.task_dir import export_model
 from tests.export.helpers import make_tiny_model_dir
 from tests.support.devserver import TEXTS, assert_rows_match, model_server, reference_outputs
+from tests.support.reference import require
 
 
 def test_new_version_is_loaded_warmed_up_and_served(exported, tmp_path, caplog):
@@ -57,9 +58,11 @@ def test_new_version_is_loaded_warmed_up_and_served(exported, tmp_path, caplog):
 
 
 def test_each_version_s_session_gets_the_thread_pools_asked_for(exported, tmp_path):
-    """`--intra-op-threads` / `--inter-op-threads` reach the Session every version is loaded
-    into, as TF Serving's `--tensorflow_*_op_parallelism` do; it still answers as the export
-    does. 0 and 0 leave the Session as TensorFlow builds it."""
+    """`--intra-op-threads` / `--inter-op-threads` reach the config of the Session every
+    version is loaded into, as TF Serving's `--tensorflow_*_op_parallelism` do; it still
+    answers as the export does. 0 and 0 leave the Session as TensorFlow builds it. (That the
+    pools then answer faster is measured in a process of the server's own, where its Session
+    is the first: bench/RESULTS.md; in this test process TensorFlow's pool already exists.)"""
     base = tmp_path / "bert"
     shutil.copytree(exported.path, base / "1")
     with model_server(str(base), "bert", grpc_port=0, rest_port=None, intra_op_threads=1,
@@ -79,3 +82,22 @@ def test_a_bad_thread_count_is_one_error_naming_it(exported, threads):
     with pytest.raises(ValueError, match=rf"^{name} must be a whole number >= 0 .*got "
                                          rf"{re.escape(repr(value))}$"):
         model_server(exported.path, "bert", grpc_port=0, rest_port=None, **threads)
+
+
+def test_merged_calls_that_would_leave_cores_idle_are_warned_of(caplog):
+    """One intra-op thread and one batch thread: merged calls keep one core working, slower
+    than TensorFlow's defaults on long texts (bench/RESULTS.md). The server says so once, with
+    the flags that use every core; settings that use them all say nothing."""
+    warn = require("keras_bert.devserver.server").warn_of_one_core
+    caplog.set_level("WARNING", logger="keras_bert.devserver")
+    assert warn(1, 1, cores=2)
+    assert "about 1 of 2 cores work. Serve with --no-batching, or --batch-threads 2" \
+        in caplog.text
+    caplog.clear()
+    assert warn(2, 1, cores=8) and "about 2 of 8 cores" in caplog.text \
+        and "--batch-threads 4" in caplog.text
+    caplog.clear()
+    # TensorFlow's default pools, batch threads enough for the cores, or a single core.
+    assert not any([warn(0, 1, cores=2), warn(1, 2, cores=2), warn(2, 1, cores=2),
+                    warn(1, 1, cores=1)])
+    assert caplog.text == ""
