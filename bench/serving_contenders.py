@@ -129,8 +129,6 @@ def worker(name: str, setup: dict, threads: int, connection, clients: int = 1) -
         connection.send(timed_block(run, payload, clients))
 
 
-
-
 def timed_block(run, requests: list, clients: int) -> tuple[list[float], float]:
     """(each request's seconds, the block's wall seconds): `requests` sent one after another,
     or by `clients` threads at once, each sending its next as soon as one is answered."""
@@ -140,7 +138,7 @@ def timed_block(run, requests: list, clients: int) -> tuple[list[float], float]:
         return time.perf_counter() - start
 
     start = time.perf_counter()
-    if clients == 1:
+    if clients == 1:  # on the calling thread, as every run before `--clients` was timed
         seconds = [timed(texts) for texts in requests]
     else:
         with ThreadPoolExecutor(clients) as pool:

@@ -39,12 +39,13 @@ bfloat16 and int8 contenders, which round).
 
 Every contender runs in its own process (`bench/serving_contenders.py`), and only one works
 at a time: the driver asks each for a block of `--requests` requests in turn, rotating their
-order every round, so no runtime's spinning thread pool eats into another's time. Each request is a different text
-(or batch of texts) of `--lengths` wordpieces (within 2, specials included), drawn from the
-embedded corpus. Reported: the median over `--rounds` rounds of each round's p50, the p90
-of all timed requests, and the median of per-round ratios. With `--clients N` each block is
-sent by N threads at once (concurrent clients of one server), and each contender's requests
-answered per second (the median over rounds) is reported too.
+order every round, so no runtime's spinning thread pool eats into another's time. Each
+request is a different text (or batch of texts) of `--lengths` wordpieces (within 2,
+specials included), drawn from the embedded corpus. Reported: the median over `--rounds`
+rounds of each round's p50, the p90 of all timed requests, and the median of per-round
+ratios. With `--clients N` each block is sent by N threads at once (concurrent clients of
+one server), and each contender's requests answered per second (the median over rounds) is
+reported too.
 
     .venv/bin/python bench/serving_latency.py                 # both models, ~25 min (2 cores)
     .venv/bin/python bench/serving_latency.py --models minilm-l6 --lengths 32 --batches 1
@@ -73,10 +74,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402
 from bench.serving_contenders import EXPORTS, worker  # noqa: E402
 from bench.serving_precisions import accuracy, write_int8_export  # noqa: E402
-from bench.serving_report import REDUCED, print_latencies, table_row  # noqa: E402
+from bench.serving_report import (  # noqa: E402
+    REDUCED,
+    SERVERS_THREADED,
+    print_latencies,
+    table_row,
+)
 
 ALL_CONTENDERS = ("session", "session_intra1", "session_xla", "session_xla_onednn", *REDUCED,
-                  "server", "server_intra1", "server_intra1_merged", "torch", "ort", "ort_int8")
+                  "server", *SERVERS_THREADED, "torch", "ort", "ort_int8")
 ROUNDING = (*REDUCED, "ort_int8")  # compared within 0.1, not 1e-3
 SHAPES = {"base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                        intermediate_size=3072),

@@ -14,6 +14,7 @@ from bench import common  # noqa: E402
 
 REDUCED = ("session_bf16", "session_int8", "session_int8_onednn")  # against `session`
 THREADED = ("session_intra1",)  # `session` with one intra-op thread: against `session` too
+SERVERS_THREADED = ("server_intra1", "server_intra1_merged")  # against `server`
 OURS = ("session", *THREADED, "session_xla", "session_xla_onednn", *REDUCED)  # against peers
 PEERS = ("ort", "ort_int8", "torch")
 
@@ -38,8 +39,8 @@ def ratio_pairs(names) -> list[tuple[str, str]]:
     pairs = [(ours, peer) for ours in OURS if ours in names for peer in PEERS if peer in names]
     if "session" in names:
         pairs += [(ours, "session") for ours in (*REDUCED, *THREADED) if ours in names]
-    pairs += [(ours, "server") for ours in ("server_intra1", "server_intra1_merged")
-              if "server" in names and ours in names]
+    if "server" in names:
+        pairs += [(ours, "server") for ours in SERVERS_THREADED if ours in names]
     return pairs
 
 
