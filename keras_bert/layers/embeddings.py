@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert.backend import is_tensorflow
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertEmbeddings(keras.layers.Layer):
@@ -51,7 +53,7 @@ class BertEmbeddings(keras.layers.Layer):
             raise ValueError(
                 f"Sequence length {seq_length} exceeds max_position_embeddings "
                 f"({self.max_position_embeddings})")
-        if not isinstance(seq_length, int) and keras.backend.backend() == "tensorflow":
+        if not isinstance(seq_length, int) and is_tensorflow():
             # A dynamic length is checked when the graph runs (TF only: keras.ops has no
             # assertion op); without it `ops.slice` would fail with a bare "Expected size".
             import tensorflow as tf

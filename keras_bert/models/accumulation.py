@@ -27,19 +27,20 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from keras_bert.backend import is_jax, is_tensorflow, name
+
 
 def accumulated_train_step(model: keras.Model, *args, steps: int):
     """The running backend's accumulated step: `model.train_step(*args)` with the batch
     split into `steps` micro-batches and one optimizer update (`args` is the backend's
     `train_step` signature: `(data,)` on TensorFlow, `(state, data)` on JAX)."""
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
+    if is_tensorflow():
         return tensorflow_accumulated_step(model, *args, steps=steps)
-    if backend == "jax":
+    if is_jax():
         return jax_accumulated_step(model, *args, steps=steps)
     raise NotImplementedError(
         f"gradient accumulation (accumulation_steps={steps}) runs on Keras' TensorFlow and "
-        f"JAX backends, not {backend!r}")
+        f"JAX backends, not {name()!r}")
 
 
 def split_micro_batches(data, steps: int):

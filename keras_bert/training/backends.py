@@ -18,20 +18,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 
-# Keras is imported inside the functions: `keras_bert.training.precision` (which the command
-# line reads for its choices) imports this module, and Keras imports its backend.
+from keras_bert.backend import is_tensorflow, name
 
-
-def name() -> str:
-    """The Keras backend this process runs: `tensorflow`, `jax`, `torch` or `numpy`."""
-    import keras
-
-    return keras.backend.backend()
-
-
-def is_tensorflow() -> bool:
-    """Whether Keras runs on TensorFlow (the package's default)."""
-    return name() == "tensorflow"
+# Which backend runs is `keras_bert.backend`'s answer (`name`, `is_tensorflow`, used here
+# and offered to the training code from here); TensorFlow and JAX are imported inside the
+# functions, only where they are the backend.
 
 
 def require_tensorflow(what: str) -> None:
@@ -165,6 +156,15 @@ def default_jit_compile(found: Devices | None = None) -> bool | str:
     return True if name() == "jax" else "auto"
 
 
+def compiles_per_shape(jit_compile=None) -> bool:
+    """Whether a step compiled with `jit_compile` (None or `"auto"`: `default_jit_compile`)
+    compiles one program per input shape: XLA's on TensorFlow, and every JAX step. A
+    TensorFlow step without XLA runs any shape in one traced graph."""
+    if jit_compile in (None, "auto"):
+        jit_compile = default_jit_compile()
+    return jit_compile is True
+
+
 def _capability(text) -> tuple[int, int]:
     """`"9.0"` (JAX's compute capability) as `(9, 0)`; `(0, 0)` when unknown."""
     try:
@@ -174,6 +174,7 @@ def _capability(text) -> tuple[int, int]:
         return (0, 0)
 
 
-__all__ = ["XLA_BY_DEVICE", "Devices", "cpu_flags", "default_jit_compile", "devices", "distribution_scope", "is_chief",
+__all__ = ["XLA_BY_DEVICE", "Devices", "compiles_per_shape", "cpu_flags",
+           "default_jit_compile", "devices", "distribution_scope", "is_chief",
            "is_tensorflow", "name", "replicas_in_sync", "require_tensorflow",
            "static_batches"]

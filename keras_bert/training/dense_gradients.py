@@ -16,12 +16,12 @@ TensorFlow is imported only when it runs.
 
 from __future__ import annotations
 
-import keras
+from keras_bert.backend import is_tensorflow
 
 
 def dense_gradient(gradient):
     """`gradient`, a `tf.IndexedSlices` summed into a dense tensor."""
-    if keras.backend.backend() != "tensorflow":
+    if not is_tensorflow():
         return gradient
     import tensorflow as tf
 
