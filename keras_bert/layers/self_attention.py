@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from keras_bert.layers import fused_attention
+
 # Added to the scores of padding positions before the softmax (in float32).
 _MASK_PENALTY = -1e9
 
@@ -26,6 +28,10 @@ class BertSelfAttention(keras.layers.Layer):
     TensorFlow fuses with their bias add); nothing is computed from the weights at call time,
     so an exported graph does no per-request work on them. The `1 / sqrt(head_size)` score
     scale multiplies the float32 query.
+
+    On Keras' JAX backend, where no attention dropout applies, a right-padded mask is
+    given to `jax.nn.dot_product_attention` as key lengths: cuDNN's fused kernel on a GPU
+    in half precision, XLA's elsewhere (`keras_bert.layers.fused_attention`).
     """
 
     def __init__(self, hidden_size, num_heads, initializer_range=0.02, dropout=0.1, **kwargs):
@@ -56,16 +62,31 @@ class BertSelfAttention(keras.layers.Layer):
 
     def call(self, x, padding_mask=None, training=None, return_attention_scores=False):
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        heads, head_size = self.num_heads, self.head_size
         tokens = ops.reshape(x, (-1, self.hidden_size))
+        # [tokens, hidden] -> [batch, seq, heads, head_size]
+        q, k, v = (ops.reshape(projection(tokens), (batch, seq, self.num_heads, self.head_size))
+                   for projection in (self.query, self.key, self.value))
+        if fused_attention.applies(padding_mask, training, self.dropout_rate,
+                                   return_attention_scores):
+            context = fused_attention.attend(
+                q, k, v, padding_mask, self._scale,
+                lambda: self._attend(q, k, v, padding_mask, training)[0])
+        else:
+            context, probs = self._attend(q, k, v, padding_mask, training)
+        # [batch, seq, heads, head_size] -> [batch * seq, hidden] for the output projection.
+        context = ops.reshape(context, (-1, self.hidden_size))
+        output = ops.reshape(self.output_dense(context), (batch, seq, self.hidden_size))
+        if return_attention_scores:
+            return output, probs
+        return output
 
-        def split_heads(projection, order):  # [tokens, hidden] -> heads, transposed to order
-            return ops.transpose(ops.reshape(projection(tokens), (batch, seq, heads, head_size)),
-                                 order)
-
-        q = split_heads(self.query, (0, 2, 1, 3))  # [batch, heads, seq, head_size]
-        k_t = split_heads(self.key, (0, 2, 3, 1))  # [batch, heads, head_size, seq]
-        v = split_heads(self.value, (0, 2, 1, 3))
+    def _attend(self, q, k, v, padding_mask, training):
+        """`(context [batch, seq, heads, head_size], probabilities [batch, heads, seq, seq])`
+        of the projected `q`, `k`, `v` (each `[batch, seq, heads, head_size]`)."""
+        batch, seq = ops.shape(q)[0], ops.shape(q)[1]
+        q = ops.transpose(q, (0, 2, 1, 3))  # [batch, heads, seq, head_size]
+        k_t = ops.transpose(k, (0, 2, 3, 1))  # [batch, heads, head_size, seq]
+        v = ops.transpose(v, (0, 2, 1, 3))
         # Scores in float32 under mixed precision too: q and k are cast BEFORE the product
         # (a bf16 product would round every score to 8 significant bits, ~4% on the
         # probability of a score of 10), and the scale multiplies the float32 query.
@@ -78,12 +99,7 @@ class BertSelfAttention(keras.layers.Layer):
             scores = scores + (1.0 - keep) * _MASK_PENALTY
         probs = ops.softmax(scores, axis=-1)
         context = ops.matmul(self.dropout(ops.cast(probs, v.dtype), training=training), v)
-        # [batch, heads, seq, head_size] -> [batch * seq, hidden] for the output projection.
-        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (-1, self.hidden_size))
-        output = ops.reshape(self.output_dense(context), (batch, seq, self.hidden_size))
-        if return_attention_scores:
-            return output, probs
-        return output
+        return ops.transpose(context, (0, 2, 1, 3)), probs
 
     def get_config(self):
         config = super().get_config()
