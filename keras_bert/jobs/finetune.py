@@ -85,6 +85,16 @@ class FinetuneJob:
     window_aggregate: str = option("mean", "--long-text windows: how classify/multilabel "
                                            "combine the windows' logits (regress: always the "
                                            "mean)", choices=AGGREGATIONS)
+    length_buckets: str = option("auto", "each batch is cut to its longest row: auto "
+                                         "(rounded up to the export's buckets, 16, 32, ..., "
+                                         "where steps compile per shape: XLA, JAX; else "
+                                         "not rounded), longest (never rounded), full (every "
+                                         "batch at --seq-length, the static shapes a TPU "
+                                         "wants) or the lengths, comma-separated, ending at "
+                                         "--seq-length")
+    group_by_length: int = option(0, "batch rows of similar length together, sorted within "
+                                     "seeded chunks of this many batches (0: off; Hugging "
+                                     "Face's group_by_length uses 50)")
     precision: str = option("auto", PRECISION_HELP, choices=PRECISION_CHOICES)
     validate_each_epoch: bool = option(True, cli=False)  # eval loss after every epoch
     checkpoint_steps: int | None = option(None, "also checkpoint every N steps (default: only "
@@ -111,6 +121,21 @@ class FinetuneJob:
         if self.doc_stride is None:
             self.doc_stride = default_doc_stride(self.seq_length)
         _ = self.reading  # checks the long-text settings now
+        self.batching.buckets(self.seq_length)  # and the batches' lengths
+
+    @property
+    def batching(self):
+        """How the training batches are shaped (`keras_bert.tasks.batches.Batching`)."""
+        from keras_bert.tasks.batches import Batching
+
+        buckets = self.length_buckets
+        if buckets not in ("auto", "longest", "full"):
+            try:
+                buckets = tuple(int(b) for b in buckets.split(","))
+            except ValueError:
+                raise ValueError(f"--length-buckets is auto, longest, full or comma-separated "
+                                 f"lengths, got {self.length_buckets!r}") from None
+        return Batching(buckets, self.group_by_length)
 
     @property
     def reading(self) -> LongTextReading:
@@ -179,7 +204,8 @@ def run_finetuning(job: FinetuneJob) -> dict:
     _, windows = model._fit_rows(
         train, batch_size=job.batch_size, epochs=job.epochs, seed=job.seed,
         validation_rows=evaluation if job.validate_each_epoch else None,
-        checkpoint=checkpoint, callbacks=[history, *job.callbacks], verbose=job.verbose)
+        checkpoint=checkpoint, batching=job.batching, callbacks=[history, *job.callbacks],
+        verbose=job.verbose)
     logs = history.logs(job.epochs)
     result = {"task": job.task, "train_examples": len(train), "train_windows": windows,
               "eval_examples": 0 if evaluation is None else len(evaluation),

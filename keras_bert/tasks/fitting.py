@@ -11,6 +11,8 @@ import json
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.tasks.batches import Batching
+
 
 def check_fit_arguments(x, kwargs: dict, checkpoint_dir: str | None, seed: int | None) -> None:
     """A `TypeError` / `ValueError` for what `fit` does not take."""
@@ -27,7 +29,7 @@ def check_fit_arguments(x, kwargs: dict, checkpoint_dir: str | None, seed: int |
 
 def fit_rows(model, rows: list, *, batch_size: int, epochs: int, seed: int,
              validation_rows: list | None = None, checkpoint=None,
-             **fit_kwargs) -> tuple[dict, int]:
+             batching: Batching | None = None, **fit_kwargs) -> tuple[dict, int]:
     """`TextTaskModel._fit_rows` (see there): the kind's stream of `rows`, the optimizer
     sized from its steps unless one was compiled, the restored step, Keras' `fit`."""
     from keras_bert.training import backends
@@ -35,10 +37,18 @@ def fit_rows(model, rows: list, *, batch_size: int, epochs: int, seed: int,
 
     if int(epochs) < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
-    # TPUs compile for one batch shape: there the last, partial batch is dropped (not
-    # verified on a TPU here; MirroredStrategy, one device and JAX keep every example).
+    # TPUs compile for one batch shape: there the last, partial batch is dropped, and the
+    # default length rule keeps every batch at the sequence length (not verified on a TPU
+    # here; MirroredStrategy, one device and JAX keep every example).
     static = backends.static_batches(model)
-    stream, count = model._stream(rows, batch_size, int(seed), drop_remainder=static)
+    batching = static_batching(Batching.of(batching)) if static else Batching.of(batching)
+    jit_compile = (model.jit_compile if model.compiled
+                   else model._compile_arguments.get("jit_compile"))
+    seq_length = model.preprocessor.seq_length
+    batching = batching.resolved(seq_length, backends.compiles_per_shape(jit_compile))
+    batching.buckets(seq_length)  # a bad bucket list, before any work
+    stream, count = model._stream(rows, batch_size, int(seed), drop_remainder=static,
+                                  batching=batching)
     steps = count // batch_size if static else -(-count // batch_size)
     if steps < 1:
         raise ValueError(f"{count} examples do not fill one batch of {batch_size}")
@@ -50,7 +60,7 @@ def fit_rows(model, rows: list, *, batch_size: int, epochs: int, seed: int,
     start = checkpoint.restore(model)["step"] if checkpoint is not None else 0
     model._sized_optimizer = sized
     validation = (None if validation_rows is None
-                  else model._stream(validation_rows, batch_size)[0])
+                  else model._stream(validation_rows, batch_size, batching=batching)[0])
     callbacks = [*([checkpoint] if checkpoint else []), *fit_kwargs.pop("callbacks", [])]
     logs = fit_from_step(model, stream, epochs=int(epochs), steps_per_epoch=steps,
                          start_step=start, validation_data=validation, callbacks=callbacks,
@@ -65,10 +75,19 @@ def pair_of(validation_data) -> tuple:
     return tuple(validation_data)
 
 
+def static_batching(batching: Batching) -> Batching:
+    """`batching` for a device that compiles one batch shape (a TPU): the default length
+    rule becomes full-length batches; an explicit bucket list is kept."""
+    if batching.length_buckets == "auto":
+        return dataclasses.replace(batching, length_buckets="full")
+    return batching
+
+
 def fit_checkpoint(model, rows: list, directory: str, epochs: int, batch_size: int, seed: int,
-                   every_steps: int | None, minutes: float):
+                   every_steps: int | None, minutes: float, batching: Batching | None = None):
     """The `ResumableCheckpoint` of a resumable `fit`: it refuses to resume a run with other
-    data (targets included), epochs, batch size, seed, task settings or optimizer."""
+    data (targets included), epochs, batch size, seed, batching, task settings or
+    optimizer."""
     from keras_bert.training.checkpointing import ResumableCheckpoint
 
     sized = not model.compiled or model._sized_optimizer
@@ -77,6 +96,7 @@ def fit_checkpoint(model, rows: list, directory: str, epochs: int, batch_size: i
     return ResumableCheckpoint(directory, every_steps=every_steps, every_seconds=60.0 * minutes,
                                arguments={"data": fingerprint(rows), "epochs": int(epochs),
                                           "batch_size": batch_size, "seed": int(seed),
+                                          "batching": Batching.of(batching).describe(),
                                           "task": model._task_block(), "optimizer": optimizer})
 
 

@@ -34,6 +34,7 @@ import tensorflow as tf
 
 from keras_bert.config import LongTextReading
 from keras_bert.models.encoder import INPUT_NAMES
+from keras_bert.tasks.batches import length_buckets
 from keras_bert.text.sentence_windows import (
     WindowBatch,
     aggregate_windows,
@@ -250,19 +251,6 @@ class ServingModule:
     def _concrete(self, name: str) -> Callable:
         function = self.traced(name)
         return function.get_concrete_function() if is_tensorflow() else function
-
-
-XLA_MIN_BUCKET = 16
-
-
-def length_buckets(longest: int) -> list[int]:
-    """The sequence lengths an XLA export compiles for: every multiple of 16 up to 128, of
-    32 up to 256, then of 128 (at most 12%, 20%, 33% padding); the last one is `longest`."""
-    buckets, bucket = [], XLA_MIN_BUCKET
-    while bucket < longest:
-        buckets.append(bucket)
-        bucket += 16 if bucket < 128 else 32 if bucket < 256 else 128
-    return buckets + [max(int(longest), 1)]
 
 
 def pad_to_bucket(inputs: dict, longest: int) -> dict:

@@ -30,6 +30,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.tasks.batches import Batching
 from keras_bert.tasks.fitting import (
     check_fit_arguments,
     fit_checkpoint,
@@ -217,7 +218,8 @@ class TextTaskModel(keras.Model):
 
     def fit(self, x=None, y=None, batch_size: int | None = None, epochs: int = 1,
             validation_data=None, seed: int | None = None, checkpoint_dir: str | None = None,
-            checkpoint_minutes: float = 10.0, checkpoint_steps: int | None = None, **kwargs):
+            checkpoint_minutes: float = 10.0, checkpoint_steps: int | None = None,
+            length_buckets="auto", group_by_length: int | bool = 0, **kwargs):
         """Trains on texts `x` and targets `y` (see the subclass).
 
         `seed` orders the batches of every epoch (default: drawn from NumPy's global
@@ -226,11 +228,14 @@ class TextTaskModel(keras.Model):
         every epoch end, every `checkpoint_steps` steps and after any step ending
         `checkpoint_minutes` after the last save; an interrupted fit called again with the
         same model, data, settings and directory resumes where the last save left off and
-        ends with the weights of an uninterrupted run (it needs an explicit `seed`). Other
-        arguments go to `keras.Model.fit`; `steps_per_epoch` is the number of batches in
-        the data.
+        ends with the weights of an uninterrupted run (it needs an explicit `seed`).
+        `length_buckets` (each batch cut to its longest row, rounded up to a bucket) and
+        `group_by_length` (rows of similar length batched together): `Batching`. Other
+        arguments go to `keras.Model.fit`; `steps_per_epoch` is the number of batches.
         """
         check_fit_arguments(x, kwargs, checkpoint_dir, seed)
+        batching = Batching(length_buckets, group_by_length)
+        batching.buckets(self.preprocessor.seq_length)  # a bad bucket list: before any work
         batch_size = int(batch_size or DEFAULT_BATCH_SIZE)
         rows = self._rows(x, y)
         validation_rows = (None if validation_data is None
@@ -240,23 +245,25 @@ class TextTaskModel(keras.Model):
         checkpoint = None
         if checkpoint_dir is not None:
             checkpoint = fit_checkpoint(self, rows, checkpoint_dir, epochs, batch_size, seed,
-                                        checkpoint_steps, checkpoint_minutes)
+                                        checkpoint_steps, checkpoint_minutes, batching)
         history = keras.callbacks.History()
-        history.history, _ = self._fit_rows(rows, batch_size=batch_size, epochs=epochs,
-                                            seed=int(seed), validation_rows=validation_rows,
-                                            checkpoint=checkpoint, **kwargs)
+        history.history, _ = self._fit_rows(
+            rows, batch_size=batch_size, epochs=epochs, seed=int(seed), checkpoint=checkpoint,
+            validation_rows=validation_rows, batching=batching, **kwargs)
         return history
 
     def _fit_rows(self, rows: list, *, batch_size: int, epochs: int, seed: int,
                   validation_rows: list | None = None, checkpoint=None,
-                  **fit_kwargs) -> tuple[dict, int]:
+                  batching: Batching | None = None, **fit_kwargs) -> tuple[dict, int]:
         """The training loop of `fit` and of `keras-bert finetune`: `epochs` passes over
-        `rows` in batches shuffled by `(seed, epoch)`, under the compiled optimizer or
-        `FitSchedule`'s AdamW sized from these steps, resumed from `checkpoint` (a
-        `ResumableCheckpoint`) when it holds a state. Returns the epochs' logs and the
-        number of packed examples an epoch holds (one per row, or per window)."""
+        `rows` in batches shuffled by `(seed, epoch)` and shaped by `batching`, under the
+        compiled optimizer or `FitSchedule`'s AdamW sized from these steps, resumed from
+        `checkpoint` (a `ResumableCheckpoint`) when it holds a state. Returns the epochs'
+        logs and the number of packed examples an epoch holds (one per row, or per
+        window)."""
         return fit_rows(self, rows, batch_size=batch_size, epochs=epochs, seed=seed,
-                        validation_rows=validation_rows, checkpoint=checkpoint, **fit_kwargs)
+                        validation_rows=validation_rows, checkpoint=checkpoint,
+                        batching=batching, **fit_kwargs)
 
     def evaluate(self, x=None, y=None, batch_size: int | None = None, **kwargs):
         """The task metrics on texts `x` with targets `y` (a dict: those of
@@ -288,10 +295,12 @@ class TextTaskModel(keras.Model):
         raise NotImplementedError
 
     def _stream(self, rows: list, batch_size: int, seed: int | None = None,
-                drop_remainder: bool = False) -> tuple[tf.data.Dataset, int]:
+                drop_remainder: bool = False,
+                batching: Batching | None = None) -> tuple[tf.data.Dataset, int]:
         """`(dataset, examples)`: `(features, targets)` batches of `rows` (with `seed`:
-        endless epochs, each shuffled by `(seed, epoch)`; else one pass in order) and the
-        number of training examples they hold (windows, for windowed kinds)."""
+        endless epochs, each shuffled by `(seed, epoch)`; else one pass in order), each
+        shaped by `batching` (`keras_bert.tasks.batches.examples_dataset`), and the number
+        of training examples they hold (windows, for windowed kinds)."""
         raise NotImplementedError
 
     def _score(self, rows: list, batch_size: int, train: list | None = None) -> dict:

@@ -15,7 +15,8 @@ import tensorflow as tf
 
 from keras_bert.cli import main
 from keras_bert.export.exporter import bucket_word_counts
-from keras_bert.tasks.serving import length_buckets, pad_to_bucket
+from keras_bert.tasks.batches import length_buckets
+from keras_bert.tasks.serving import pad_to_bucket
 from tests.export.helpers import (
     make_tiny_model_dir,
     make_tiny_task_dir,

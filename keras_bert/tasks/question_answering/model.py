@@ -92,14 +92,14 @@ class QuestionAnswerer(TextTaskModel):
                              "(build it with version_2=True for SQuAD v2.0 data)")
         return rows
 
-    def _stream(self, rows, batch_size, seed=None, drop_remainder=False):
+    def _stream(self, rows, batch_size, seed=None, drop_remainder=False, batching=None):
         """`(inputs, {"start_positions", "end_positions"})` batches of the questions'
-        windows, one row per window (each window at the sequence length, so
-        `drop_remainder` makes every batch one shape)."""
+        windows, one row per window (the positions fall inside their window's tokens, so
+        a batch cut to its rows' length keeps them: `Batching`)."""
         features = self._features(rows)
         targets = {k: features.pop(k) for k in ("start_positions", "end_positions")}
-        return (examples_dataset(features, targets, batch_size, seed, drop_remainder),
-                len(features["input_word_ids"]))
+        return (examples_dataset(features, targets, batch_size, seed, drop_remainder,
+                                 batching), len(features["input_word_ids"]))
 
     def _features(self, examples) -> dict[str, np.ndarray]:
         """The windows of `examples` at the preprocessor's length: the three inputs and

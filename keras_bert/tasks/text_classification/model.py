@@ -45,7 +45,7 @@ from keras_bert.tasks.text_classification.serving import (
 )
 from keras_bert.text.sentence_windows import read_windows
 
-WINDOW_CHUNK = 256  # texts featurised at once when read in windows
+FEATURE_CHUNK = 256  # texts featurised at once
 
 
 class SentenceModel(TextTaskModel):
@@ -124,27 +124,28 @@ class SentenceModel(TextTaskModel):
         """The postprocessing of the export's outputs (`serving.py`)."""
         raise NotImplementedError
 
-    def _stream(self, rows, batch_size, seed=None, drop_remainder=False):
+    def _stream(self, rows, batch_size, seed=None, drop_remainder=False, batching=None):
         """`(features, targets)` batches of `rows` and the examples they hold: one per row,
-        or, read in windows, one per window, each carrying its text's target."""
-        targets = self._targets(rows)
+        or, read in windows, one per window, each carrying its text's target. The rows
+        are packed once, up front (not again each epoch), so that each batch can be cut
+        to its rows' length (`Batching`)."""
+        targets = np.asarray(self._targets(rows))
+        pair = _pair_of(rows)
         reading = self.config.reading
-        if not reading.windowed:
-            return readers.text_dataset(rows, self.preprocessor, targets, batch_size=batch_size,
-                                        shuffle_seed=seed,
-                                        drop_remainder=drop_remainder), len(rows)
-        pair = rows[0].text_b is not None
 
         def featurise(chunk):
             texts = [tf.constant([getattr(r, f) for r in chunk], tf.string)
                      for f in (("text", "text_b") if pair else ("text",))]
+            if not reading.windowed:
+                return self.preprocessor(tuple(texts) if pair else texts[0])
             packed, batch = read_windows(self.preprocessor, reading, *texts)
             return {**packed, "num_windows": batch.num_windows}
 
-        features = featurise_in_chunks(rows, WINDOW_CHUNK, featurise)
-        text_index = np.repeat(np.arange(len(rows)), features.pop("num_windows"))
-        return examples_dataset(features, np.asarray(targets)[text_index], batch_size,
-                                seed, drop_remainder), len(text_index)
+        features = featurise_in_chunks(rows, FEATURE_CHUNK, featurise)
+        if reading.windowed:
+            targets = targets[np.repeat(np.arange(len(rows)), features.pop("num_windows"))]
+        return examples_dataset(features, targets, batch_size, seed, drop_remainder,
+                                batching), len(targets)
 
     def _score(self, rows, batch_size, train=None) -> dict:
         """The kind's metrics on the network's logits: one packed row per text, or, read in
@@ -346,6 +347,19 @@ class TextRegressor(SentenceModel):
     def _answer(self, outputs, row) -> dict:
         """`{"score"}`."""
         return {"score": float(outputs["score"][row])}
+
+
+def _pair_of(rows) -> bool:
+    """Whether `rows` are sentence pairs: all of them, or none (else an error naming the
+    first row without a `text_b`)."""
+    if not rows:
+        raise ValueError("no examples to train or score on")
+    has_b = [ex.text_b is not None for ex in rows]
+    if any(has_b) and not all(has_b):
+        first = rows[has_b.index(False)]
+        raise ValueError(f"line {first.line}: the example has no text_b while others do; "
+                         "the examples are all single texts or all pairs")
+    return has_b[0]
 
 
 def _requests_of(rows) -> dict[str, list[str]]:

@@ -100,16 +100,17 @@ class TextEmbedder(TextTaskModel):
             validation_data = (validation_data, None)
         return super().fit(x, None, validation_data=validation_data, **kwargs)
 
-    def _stream(self, rows, batch_size, seed=None, drop_remainder=False):
+    def _stream(self, rows, batch_size, seed=None, drop_remainder=False, batching=None):
         """`({"text": ids, "paraphrase": ids}, placeholder)` batches of the pairs `rows`,
         each side packed alone at the training length (with `seed`: endless epochs, each
-        shuffled by `(seed, epoch)`)."""
+        shuffled by `(seed, epoch)`), both sides cut to the batch's longest (`Batching`:
+        they run through the network as one batch)."""
         features = {side: featurise_in_chunks(rows, FEATURE_CHUNK, lambda chunk, f=field: (
             self.preprocessor(tf.constant([getattr(r, f) for r in chunk]))))
             for side, field in (("text", "text"), ("paraphrase", "text_b"))}
         placeholder = np.zeros(len(rows), np.int32)
         return examples_dataset(features, placeholder, batch_size, seed,
-                                drop_remainder), len(rows)
+                                drop_remainder, batching), len(rows)
 
     def call(self, inputs, training=False):
         """The vectors of packed ids; for training pairs (`{"text", "paraphrase"}`),

@@ -101,13 +101,14 @@ class TokenClassifier(TextTaskModel):
         return [conll.TaggedSentence(words, row, i)
                 for i, (words, row) in enumerate(zip(sentences, tags, strict=True))]
 
-    def _stream(self, rows, batch_size, seed=None, drop_remainder=False):
-        """`(inputs, labels)` batches of the sentences' windows, one row per window (each
-        window at the sequence length, so `drop_remainder` makes every batch one shape)."""
+    def _stream(self, rows, batch_size, seed=None, drop_remainder=False, batching=None):
+        """`(inputs, labels)` batches of the sentences' windows, one row per window, the
+        per-position labels cut with the inputs (`Batching`)."""
         features = self._features(rows)
         inputs = {k: v for k, v in features.items() if k != "labels"}
         return (examples_dataset(inputs, features["labels"], batch_size, seed,
-                                 drop_remainder), len(features["labels"]))
+                                 drop_remainder, batching, per_token_targets=True),
+                len(features["labels"]))
 
     def _features(self, sentences) -> dict[str, np.ndarray]:
         """The windows of tagged `sentences`: the three inputs and per-position `labels`,

@@ -200,7 +200,9 @@ def test_bad_construction_gets_one_clear_error(model_dir):
 
 
 @pytest.mark.slow
-def test_interrupted_fit_resumes_to_the_uninterrupted_weights(model_dir, tmp_path):
+@pytest.mark.parametrize("group_by_length", [0, 2])  # rows grouped by length: as exact
+def test_interrupted_fit_resumes_to_the_uninterrupted_weights(model_dir, tmp_path,
+                                                               group_by_length):
     texts, labels = _sentences(5, 48)  # 3 batches of 16: 6 steps in 2 epochs
 
     def fresh():
@@ -210,7 +212,7 @@ def test_interrupted_fit_resumes_to_the_uninterrupted_weights(model_dir, tmp_pat
         clf.compile(schedule=FitSchedule(learning_rate=1e-3))
         return clf
 
-    fit = dict(epochs=2, batch_size=16, seed=3, verbose=0)
+    fit = dict(epochs=2, batch_size=16, seed=3, verbose=0, group_by_length=group_by_length)
     whole = fresh()
     whole.fit(texts, labels, **fit)
     resumable = dict(checkpoint_dir=str(tmp_path / "ckpt"), checkpoint_steps=2, **fit)
