@@ -20,6 +20,7 @@ from keras_bert.data.corpus import read_documents as read_file
 from keras_bert.models import BertPretrainer
 from keras_bert.pretraining.evaluation import split_documents
 from keras_bert.pretraining.model import MaskingConfig, as_documents
+from keras_bert.training import ResumableCheckpoint
 from tests.support.reference import require
 
 SETTINGS = ["--steps", "6", "--steps-per-epoch", "3", "--batch-size", "8", "--seq-length", "32",
@@ -80,6 +81,42 @@ def test_fit_without_steps_makes_one_pass_and_ends(corpus):
     bigger = _tiny()  # twice the batch: half the steps, give or take the remainder
     bigger.fit(documents, batch_size=32, seed=5, verbose=0)
     assert int(bigger.pretrainer.optimizer.iterations.numpy()) == steps * 16 // 32
+
+
+class _Preempted(Exception):
+    pass
+
+
+class _StopAfterFirstEpoch(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        raise _Preempted  # after the checkpoint, first of the callbacks, saved the epoch
+
+
+def test_fit_interrupted_resumes_from_its_checkpoint(corpus, tmp_path):
+    """`fit(checkpoint=...)` stopped after its first epoch and called again on a new model
+    resumes at step 2 of 4 (it runs 2 steps) and ends with the weights of the fit that ran
+    straight through."""
+    def fit(callbacks=()):
+        model = _tiny()
+        model.compile(optimizer="lamb", learning_rate=1e-3)
+        model.fit(corpus, batch_size=4, epochs=2, steps_per_epoch=2, seed=7, verbose=0,
+                  checkpoint=ResumableCheckpoint(str(tmp_path / "ckpt"), every_seconds=None),
+                  callbacks=list(callbacks))
+        return model
+
+    straight = _tiny()
+    straight.compile(optimizer="lamb", learning_rate=1e-3)
+    straight.fit(corpus, batch_size=4, epochs=2, steps_per_epoch=2, seed=7, verbose=0)
+    with pytest.raises(_Preempted):
+        fit([_StopAfterFirstEpoch()])
+    assert len(ResumableCheckpoint(str(tmp_path / "ckpt")).checkpoints()) == 1
+    batches = []
+    resumed = fit([keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: batches.append(batch))])
+    assert len(batches) == 2  # only the second epoch's steps ran again
+    assert int(resumed.pretrainer.optimizer.iterations.numpy()) == 4
+    for a, b in zip(straight.pretrainer.weights, resumed.pretrainer.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=b.path)
 
 
 def test_save_and_load_keep_weights_heads_and_answers(corpus, tmp_path):
