@@ -1,11 +1,10 @@
-"""`TextPretrainer`: BERT's pretraining on raw documents for a Python user, checked against
-`keras-bert pretrain` (the same corpus, seed and settings end with bit-identical weights and
-the same held-out numbers) and, for `predict`'s fill-mask answers, against Hugging Face's
-`BertForMaskedLM` on AntiBERTy (a real BERT with its masked-LM head)."""
+"""`TextPretrainer`: BERT's pretraining on raw documents for a Python user (the engine
+`keras-bert pretrain` runs: tests/jobs/test_pretrain_engine.py), its resumable fit, and, for
+`predict`'s fill-mask answers, a check against Hugging Face's `BertForMaskedLM` on AntiBERTy
+(a real BERT with its masked-LM head)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 
@@ -14,17 +13,11 @@ import numpy as np
 import pytest
 
 from keras_bert import TextPretrainer
-from keras_bert.cli import main
 from keras_bert.data.corpus import default_corpus_files, guess_format
 from keras_bert.data.corpus import read_documents as read_file
-from keras_bert.models import BertPretrainer
-from keras_bert.pretraining.evaluation import split_documents
 from keras_bert.pretraining.model import MaskingConfig, as_documents
 from keras_bert.training import ResumableCheckpoint
 from tests.support.reference import require
-
-SETTINGS = ["--steps", "6", "--steps-per-epoch", "3", "--batch-size", "8", "--seq-length", "32",
-            "--max-predictions", "5", "--precision", "float32", "--seed", "3"]
 
 
 @pytest.fixture(scope="module")
@@ -41,33 +34,6 @@ def _tiny(seed: int = 3) -> TextPretrainer:
     return TextPretrainer.from_preset("tiny", seq_length=32,
                                       masking=MaskingConfig(max_predictions=5),
                                       precision="float32", seed=seed)
-
-
-@pytest.mark.slow  # ~26 s alone on 2 cores
-def test_fit_ends_with_the_weights_and_numbers_of_keras_bert_pretrain(corpus, tmp_path):
-    out = tmp_path / "cli"
-    assert main(["pretrain", "--out", str(out), "--corpus", corpus, *SETTINGS]) == 0
-    # What the command line trains and holds out: 15% of the documents (its default).
-    train, held_out = split_documents([as_documents(corpus)], 0.15)
-    model = _tiny()
-    initial = [w.numpy().copy() for w in model.pretrainer.weights]
-    history = model.fit(train, batch_size=8, epochs=2, steps_per_epoch=3,
-                        validation_data=held_out, seed=3, verbose=0)
-    assert len(history.history["loss"]) == 2 and "val_mlm_accuracy" in history.history
-    cli = BertPretrainer.from_bert_config(model.pretrainer.config)
-    cli.load_weights(str(out / "pretrainer.weights.h5"))
-    assert len(cli.weights) == len(model.pretrainer.weights) > 0
-    for a, b in zip(cli.weights, model.pretrainer.weights, strict=True):
-        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=b.path)
-    moved = [not np.array_equal(a, b.numpy())
-             for a, b in zip(initial, model.pretrainer.weights, strict=True)]
-    assert sum(moved) > len(moved) // 2  # it trained (the comparison above can fail)
-    # The held-out numbers of metrics.json, from evaluate with the command line's settings.
-    want = json.loads((out / "metrics.json").read_text())["eval"]
-    got = model.evaluate(held_out, batch_size=8, steps=20, seed=3)
-    assert sorted(got) == sorted(want)
-    for key, value in want.items():
-        assert got[key] == pytest.approx(value, rel=1e-6, abs=1e-7), key
 
 
 def test_fit_without_steps_makes_one_pass_and_ends(corpus):
