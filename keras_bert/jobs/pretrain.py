@@ -1,8 +1,13 @@
-"""A complete pretraining run: data, model, optimizer, strategy, checkpoints, metrics, curves.
+"""`keras-bert pretrain`: a complete pretraining run over the model a Python user holds.
 
-`run_pretraining(PretrainJob(...))` is what `keras-bert pretrain` calls: plain `model.fit`
-underneath. A killed run started again with the same arguments picks up at its last
-checkpoint (the data stream is a pure function of the step).
+`run_pretraining(PretrainJob(...))` is what the command calls. It builds the
+`TextPretrainer` the job's flags describe (`pretraining_model`: `from_preset`,
+`from_pretrained` for `--init`, `from_phase1` for `--phase2-from`), reads the job's data
+(`pretraining_data`: the corpus files with a held-out share, or TFRecords) and runs the
+model's own `fit` and `evaluate`, so the command and the Python class are one engine. The
+job adds what a run on disk needs: its directories, the checkpoint that a killed run
+started again with the same arguments resumes from (the data stream is a pure function of
+the step), the run log, `metrics.json`, `history.json`, TensorBoard logs and the curves.
 `optimizer="lamb"` and `accumulation_steps=K` (K micro-batches of `batch_size` per update)
 are the large-batch recipe; `phase2_from=OUT` continues a finished run (weights and
 optimizer state) as BERT's second phase (`keras_bert.pretraining.phases`).
@@ -29,9 +34,7 @@ from keras_bert.training.precision import (
 )
 
 if TYPE_CHECKING:  # annotations only: the module loads no TensorFlow (the CLI reads its fields)
-    from keras_bert.models.pretrainer import BertPretrainer
-    from keras_bert.pretraining.phases import Phase1
-    from keras_bert.text.tokenizer import BertTokenizer
+    from keras_bert.pretraining.model import TextPretrainer
 
 @dataclasses.dataclass
 class PretrainJob:
@@ -145,86 +148,50 @@ def _arguments(job: PretrainJob) -> dict:
     return arguments
 
 
-def _source(job: PretrainJob) -> str | None:
-    """The directory the model and vocabulary come from: phase 1's model, or `init`."""
-    return os.path.join(job.phase2_from, "model") if job.phase2_from else job.init
+def pretraining_model(job: PretrainJob) -> TextPretrainer:
+    """The compiled, untrained `TextPretrainer` of `job`, built under its distribution
+    strategy. Phase 2's refusals (no finished run, too few positions, another optimizer)
+    come here, before any data is read."""
+    from keras_bert.pretraining.model import MaskingConfig, TextPretrainer
+    from keras_bert.training.strategy import get_strategy
+
+    common = {"seq_length": job.seq_length, "nsp_loss_weight": job.nsp_loss_weight,
+              "rules": job.rules, "precision": job.precision, "seed": job.seed,
+              "masking": MaskingConfig(max_predictions=job.max_predictions,
+                                       whole_word=job.whole_word)}
+    with get_strategy(job.strategy).scope():  # the model's variables live in its scope
+        if job.phase2_from:
+            model = TextPretrainer.from_phase1(job.phase2_from, **common)
+        elif job.init:  # a Google / Hugging Face checkpoint brings its pretraining heads too
+            model = TextPretrainer.from_pretrained(job.init, vocab=job.vocab,
+                                                   lower_case=job.lower_case, **common)
+        else:
+            model = TextPretrainer.from_preset(job.preset, vocab=job.vocab,
+                                               lower_case=job.lower_case, **common)
+    model.compile(job.optimizer, learning_rate=job.learning_rate,
+                  warmup_steps=job.warmup_steps, weight_decay=job.weight_decay,
+                  accumulation_steps=job.accumulation_steps, jit_compile=job.jit_compile)
+    return model
 
 
-def _tokenizer(job: PretrainJob) -> BertTokenizer:
-    from keras_bert.checkpoints.conversion import checkpoint_rules, checkpoint_vocab
-    from keras_bert.data.corpus import DEFAULT_VOCAB
-    from keras_bert.text.rules import DEFAULT_RULES
-    from keras_bert.text.tokenizer import BertTokenizer
+def pretraining_data(job: PretrainJob) -> tuple:
+    """`(training data, held-out data or None)` for `TextPretrainer.fit`: the documents of
+    the corpus files (default: the embedded corpus) less `eval_fraction` of each file's,
+    held out; or the TFRecords, whose first batches, read in order, are the held-out
+    set."""
+    from keras_bert.data.corpus import default_corpus_files, guess_format, read_documents
+    from keras_bert.pretraining.evaluation import split_documents
+    from keras_bert.pretraining.streams import PretrainingRecords
 
-    source = _source(job)
-    rules = job.rules or (checkpoint_rules(source) if source else DEFAULT_RULES)
-    if job.vocab:
-        return BertTokenizer(job.vocab, lower_case=job.lower_case, rules=rules)
-    if source:
-        vocab_file, lower_case = checkpoint_vocab(source)
-        return BertTokenizer(vocab_file, lower_case=lower_case, rules=rules)
-    return BertTokenizer(DEFAULT_VOCAB, lower_case=True, rules=rules)
-
-
-def _datasets(job: PretrainJob, tokenizer, global_batch: int):
-    """(infinite training stream, evaluation dataset) of pretraining feature dicts; the
-    stream's batches hold `accumulation_steps` micro-batches of `global_batch`."""
-    from keras_bert.data.corpus import guess_format, read_documents
-    from keras_bert.pretraining.dataset import (
-        PretrainingOptions,
-        pretraining_dataset,
-        tokenize_documents,
-    )
-    from keras_bert.pretraining.evaluation import split_documents, with_known_length
-    from keras_bert.pretraining.tfrecord import read_examples
-
-    options = PretrainingOptions(seq_length=job.seq_length, max_predictions=job.max_predictions,
-                                 whole_word=job.whole_word, seed=job.seed)
-    update_batch = global_batch * job.accumulation_steps
     if job.tfrecords:
-        train = read_examples(job.tfrecords, job.seq_length, job.max_predictions, update_batch,
-                              shuffle_buffer=10_000, seed=job.seed, repeat=True,
-                              drop_remainder=True)
-        evaluation = read_examples(job.tfrecords, job.seq_length, job.max_predictions,
-                                   global_batch).take(job.eval_steps)
-        return train, with_known_length(evaluation)
-    from keras_bert.data.corpus import default_corpus_files
-
+        records = PretrainingRecords(job.tfrecords)
+        return records, records
     sources = []  # the documents of each corpus file
     for path in job.corpus or default_corpus_files():
         fmt = guess_format(path) if job.corpus_format == "auto" else job.corpus_format
         sources.append(list(read_documents(path, fmt)))
-    train_docs, held_out = split_documents(sources, job.eval_fraction)
-    train = pretraining_dataset(tokenize_documents(train_docs, tokenizer), tokenizer,
-                                update_batch, options, dynamic=True, drop_remainder=True)
-    evaluation = None
-    if len(held_out) >= 2:
-        evaluation = pretraining_dataset(tokenize_documents(held_out, tokenizer), tokenizer,
-                                         global_batch, options, dynamic=False)
-        evaluation = with_known_length(evaluation.take(job.eval_steps))
-    return train.repeat(), evaluation
-
-
-def _build_pretrainer(job: PretrainJob, tokenizer) -> BertPretrainer:
-    from keras_bert.checkpoints.formats import load_pretrainer
-    from keras_bert.checkpoints.model_dir import load_model_dir
-    from keras_bert.models.encoder import BertEncoder
-    from keras_bert.models.pretrainer import BertPretrainer
-
-    if job.phase2_from:  # phase 1's config; its weights come with its optimizer state
-        pretrainer = BertPretrainer(
-            BertEncoder(load_model_dir(_source(job)).config, dtype=job.precision),
-            nsp_loss_weight=job.nsp_loss_weight)
-    elif job.init:  # a Google / Hugging Face checkpoint brings its pretraining heads too
-        pretrainer = load_pretrainer(job.init, dtype=job.precision,
-                                     nsp_loss_weight=job.nsp_loss_weight)
-    else:
-        pretrainer = BertPretrainer.for_vocabulary(job.preset, tokenizer, job.seq_length,
-                                                   job.precision, job.nsp_loss_weight)
-    if pretrainer.config.vocab_size != tokenizer.vocab_size:
-        raise ValueError(f"The model's vocab_size ({pretrainer.config.vocab_size}) differs "
-                         f"from the vocabulary's ({tokenizer.vocab_size})")
-    return pretrainer
+    train, held_out = split_documents(sources, job.eval_fraction)
+    return train, held_out if len(held_out) >= 2 else None
 
 
 def run_pretraining(job: PretrainJob) -> dict:
@@ -232,8 +199,8 @@ def run_pretraining(job: PretrainJob) -> dict:
     `metrics.json`, `history.json`, `curves.png`, `logs/` (TensorBoard), `checkpoints/`."""
     import keras
 
-    from keras_bert.pretraining.phases import load_phase1_state
     from keras_bert.training.checkpointing import ResumableCheckpoint
+    from keras_bert.training.resume import HistoryFile
 
     start = time.perf_counter()
     job = with_fetched_checkpoint(job, "init")
@@ -250,24 +217,25 @@ def run_pretraining(job: PretrainJob) -> dict:
                   "to do. To train on from this model, use --init with its model/ directory, "
                   "or --phase2-from with this directory (weights and optimizer state).")
         return done
-    phase1 = _check_phase1(job) if job.phase2_from else None
-    offset = phase1.step if phase1 else 0  # the optimizer's steps before this run's
-    keras.utils.set_random_seed(job.seed)
-    tokenizer = _tokenizer(job)
-    train, evaluation = _datasets(job, tokenizer, job.batch_size)
+    model = pretraining_model(job)
+    train, held_out = pretraining_data(job)
     if job.verbose:  # once the inputs are read: a bad input ends with its one error line
         print(job.precision_note, file=sys.stderr, flush=True)
         if job.accumulation_steps > 1:
             print(f"{job.accumulation_steps} micro-batches of {job.batch_size} per update: "
                   f"{job.accumulation_steps * job.batch_size} examples", file=sys.stderr,
                   flush=True)
-    pretrainer = _compiled_pretrainer(job, tokenizer, offset)
-    if phase1 is not None:  # a checkpoint of this run, if any, replaces it just below
-        load_phase1_state(pretrainer, phase1)
-    checkpoint.restore(pretrainer)
-    history = _fit(job, pretrainer, train, evaluation, checkpoint, offset, phase1)
-    metrics = _metrics(pretrainer, history, evaluation, offset, phase1)
-    _write_model(job, pretrainer, tokenizer, metrics, history, phase1)
+    history = HistoryFile(os.path.join(job.out, "history.json"))
+    epochs = job.steps // job.steps_per_epoch
+    model.fit(train, batch_size=job.batch_size, epochs=epochs,
+              steps_per_epoch=job.steps_per_epoch, validation_data=held_out,
+              validation_steps=job.eval_steps, seed=job.seed, checkpoint=checkpoint,
+              callbacks=[history, checkpoint,  # the epoch's logs are on disk before its state
+                         keras.callbacks.TensorBoard(os.path.join(job.out, "logs")),
+                         *job.callbacks], verbose=job.verbose)
+    logs = history.logs(epochs)
+    metrics = _metrics(job, model, logs, held_out)
+    _write_outputs(job, model, metrics, logs)
     metrics["seconds"] = round(time.perf_counter() - start, 1)
     with open(os.path.join(job.out, "metrics.json"), "w", encoding="utf-8") as f:
         json.dump(metrics, f, indent=2)
@@ -275,121 +243,37 @@ def run_pretraining(job: PretrainJob) -> dict:
     return metrics
 
 
-def _compiled_pretrainer(job: PretrainJob, tokenizer, offset: int) -> BertPretrainer:
-    """The pretrainer under the job's strategy, compiled with its optimizer (its schedule
-    counting from the optimizer step `offset`)."""
-    from keras_bert.training.optimizer import create_optimizer
-    from keras_bert.training.strategy import get_strategy
-
-    with get_strategy(job.strategy).scope():
-        pretrainer = _build_pretrainer(job, tokenizer)
-        pretrainer.compile(
-            optimizer=create_optimizer(job.learning_rate, job.steps, job.warmup_steps,
-                                       job.weight_decay, optimizer=job.optimizer,
-                                       start_step=offset),
-            accumulation_steps=job.accumulation_steps, jit_compile=job.jit_compile)
-    return pretrainer
-
-
-def _fit(job: PretrainJob, pretrainer, train, evaluation, checkpoint, offset: int,
-         phase1) -> dict:
-    """`model.fit` from the restored step to `job.steps`; the per-epoch history."""
-    import keras
-
-    from keras_bert.training.resume import HistoryFile, fit_from_step, load_history
-
-    start_step = int(pretrainer.optimizer.iterations.numpy()) - offset
-    if start_step:
-        _say(job, f"resuming from step {start_step} of {job.steps}")
-    elif phase1 is not None:
-        _say(job, f"phase 2: continuing {job.phase2_from} (optimizer step {offset})")
-    history_path = os.path.join(job.out, "history.json")
-    # Epochs after the restored checkpoint are replayed: drop what the history says of them.
-    history = load_history(history_path, start_step // job.steps_per_epoch)
-    callbacks = [HistoryFile(history_path, history), checkpoint,
-                 keras.callbacks.TensorBoard(os.path.join(job.out, "logs")), *job.callbacks]
-    fit_from_step(pretrainer, train, epochs=job.steps // job.steps_per_epoch,
-                  steps_per_epoch=job.steps_per_epoch, start_step=start_step,
-                  validation_data=evaluation, callbacks=callbacks,
-                  verbose=job.verbose)  # the pipeline shuffles; Keras can't shuffle a Dataset
-    return history
-
-
-def _metrics(pretrainer, history: dict, evaluation, offset: int, phase1) -> dict:
-    """`steps`, the last epoch's `train` logs and, with held-out data, `eval` with the
-    baselines it must beat."""
-    from keras_bert.pretraining.evaluation import mlm_frequency_baseline, nsp_majority_baseline
-
-    optimizer_steps = int(pretrainer.optimizer.iterations.numpy())
+def _metrics(job: PretrainJob, model, logs: dict, held_out) -> dict:
+    """`steps` (this run's), the last epoch's `train` logs and, with held-out data, `eval`
+    with the baselines it must beat (the model's `evaluate`)."""
+    optimizer_steps = int(model.pretrainer.optimizer.iterations.numpy())
+    offset = model.phase1.step if model.phase1 is not None else 0
     metrics = {"steps": optimizer_steps - offset,
-               "train": {k: v[-1] for k, v in history.items() if not k.startswith("val_")}}
-    if phase1 is not None:
+               "train": {k: v[-1] for k, v in logs.items() if not k.startswith("val_")}}
+    if model.phase1 is not None:
         metrics["optimizer_steps"] = optimizer_steps  # phase 1's and this run's
-    if evaluation is not None:
-        metrics["eval"] = {k: float(v) for k, v in pretrainer.evaluate(
-            evaluation, return_dict=True, verbose=0).items()}
-        metrics["eval"]["mlm_frequency_baseline"] = mlm_frequency_baseline(evaluation)
-        majority, examples = nsp_majority_baseline(evaluation)
-        metrics["eval"].update(nsp_majority_baseline=majority, examples=examples)
+    if held_out is not None:
+        metrics["eval"] = model.evaluate(held_out, batch_size=job.batch_size,
+                                         steps=job.eval_steps, seed=job.seed)
     return metrics
 
 
-def _write_model(job: PretrainJob, pretrainer, tokenizer, metrics: dict, history: dict,
-                 phase1) -> None:
+def _write_outputs(job: PretrainJob, model, metrics: dict, logs: dict) -> None:
     """`model/` (with its pretraining heads: `--init model/` continues with them), the
     pretrainer's weights and the curves."""
-    from keras_bert.checkpoints.model_dir import save_model_dir
-    from keras_bert.checkpoints.pretraining_heads import save_pretraining_heads
     from keras_bert.training.plots import plot_history
 
-    save_model_dir(
-        pretrainer.encoder, os.path.join(job.out, "model"), _vocab_file(job, tokenizer),
-        tokenizer.lower_case, rules=tokenizer.rules,
-        metadata={"pretrained_steps": int(pretrainer.optimizer.iterations.numpy()),
-                  "preset": _preset(job, phase1)},
-        write_extra=lambda directory: save_pretraining_heads(pretrainer, directory))
-    pretrainer.save_weights(os.path.join(job.out, "pretrainer.weights.h5"))
-    if history:
+    preset = model.phase1.arguments.get("preset", job.preset) if model.phase1 else job.preset
+    model.save(os.path.join(job.out, "model"), metadata={"preset": preset})
+    model.pretrainer.save_weights(os.path.join(job.out, "pretrainer.weights.h5"))
+    if logs:
         held_out = metrics.get("eval") or {}
-        plot_history(history, os.path.join(job.out, "curves.png"),
-                     title=f"pretraining BERT-{_preset(job, phase1)}", baselines={
+        plot_history(logs, os.path.join(job.out, "curves.png"),
+                     title=f"pretraining BERT-{preset}", baselines={
                          "mlm_accuracy": (held_out.get("mlm_frequency_baseline"),
                                           "most frequent token (eval)"),
                          "nsp_accuracy": (held_out.get("nsp_majority_baseline"),
                                           "majority class (eval)")})
-
-
-def _vocab_file(job: PretrainJob, tokenizer) -> str:
-    from keras_bert.checkpoints.conversion import checkpoint_vocab
-    from keras_bert.data.corpus import DEFAULT_VOCAB
-
-    if job.vocab:
-        return job.vocab
-    if _source(job):
-        return checkpoint_vocab(_source(job))[0]
-    return DEFAULT_VOCAB
-
-
-def _check_phase1(job: PretrainJob) -> Phase1:
-    """The finished run `job` continues, refused when it cannot continue it as asked."""
-    from keras_bert.checkpoints.model_dir import load_model_dir
-    from keras_bert.pretraining.phases import read_phase1
-
-    phase1 = read_phase1(job.phase2_from)
-    if phase1.optimizer != job.optimizer:
-        raise ValueError(f"phase 1 ({job.phase2_from}) ran {phase1.optimizer}: phase 2 "
-                         f"continues its optimizer state, so give --optimizer "
-                         f"{phase1.optimizer}")
-    positions = load_model_dir(phase1.model_dir).config.max_position_embeddings
-    if positions < job.seq_length:
-        raise ValueError(f"phase 1's model has {positions} position embeddings, fewer than "
-                         f"--seq-length {job.seq_length} (pretrain phase 1 with at least as "
-                         "many: a new model gets max(512, --seq-length))")
-    return phase1
-
-
-def _preset(job: PretrainJob, phase1: Phase1 | None) -> str:
-    return phase1.arguments.get("preset", job.preset) if phase1 else job.preset
 
 
 def _say(job: PretrainJob, message: str) -> None:
@@ -397,4 +281,4 @@ def _say(job: PretrainJob, message: str) -> None:
         print(message, flush=True)
 
 
-__all__ = ["PretrainJob", "run_pretraining"]
+__all__ = ["PretrainJob", "pretraining_data", "pretraining_model", "run_pretraining"]

@@ -50,6 +50,16 @@ def split_documents(sources: list[list], fraction: float) -> tuple[list, list]:
     return train, held_out
 
 
+def held_out_scores(pretrainer, dataset) -> dict:
+    """What `metrics.json` reports of a held-out `dataset`: the compiled `pretrainer`'s
+    losses and accuracies, `mlm_frequency_baseline`, `nsp_majority_baseline`, `examples`."""
+    scores = {k: float(v) for k, v in pretrainer.evaluate(
+        dataset, return_dict=True, verbose=0).items()}
+    scores["mlm_frequency_baseline"] = mlm_frequency_baseline(dataset)
+    majority, examples = nsp_majority_baseline(dataset)
+    return {**scores, "nsp_majority_baseline": majority, "examples": examples}
+
+
 def mlm_frequency_baseline(dataset) -> float:
     """Accuracy of always predicting the most frequent masked token of `dataset`."""
     counts: collections.Counter = collections.Counter()

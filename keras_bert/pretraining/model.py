@@ -2,14 +2,17 @@
 sentence prediction) on raw documents, as a Keras model a Python user fits.
 
 It owns a `BertPretrainer` (ids in: `keras_bert.models`) and the `BertPreprocessor` whose
-tokenizer and sequence length make its data, and runs the data pipeline `keras-bert
-pretrain` runs (`keras_bert.pretraining.dataset`: NSP pairs by the original rules, new pairs
-and masks every epoch, reproducibly from the seed):
+tokenizer and sequence length make its data (`keras_bert.pretraining.streams`: NSP pairs by
+the original rules, new pairs and masks every epoch, reproducibly from the seed).
+`keras-bert pretrain` (`keras_bert.jobs.pretrain`) builds one and runs its `fit` and
+`evaluate`: this class is the one pretraining engine.
 
 - `fit(documents, epochs=..., steps_per_epoch=...)`: BERT's AdamW (or LAMB) with warmup and
   linear decay sized from the fit's own steps, unless compiled with another optimizer;
-  gradient accumulation with `compile(accumulation_steps=K)`. The same corpus, seed and
-  settings end with the weights of `keras-bert pretrain`.
+  gradient accumulation with `compile(accumulation_steps=K)`; resumable from a
+  `ResumableCheckpoint` (`checkpoint=`); `PretrainingRecords(glob)` trains on TFRecords.
+- `from_phase1(out)`: BERT's second phase, continuing a finished run's weights and
+  optimizer state (`keras_bert.pretraining.phases`).
 - `evaluate(documents)`: held-out masked-LM and NSP accuracy with the baselines they must
   beat (the numbers of `keras-bert pretrain`'s `metrics.json`).
 - `predict(texts)`: the likeliest word pieces for each `[MASK]` of each text.
@@ -31,10 +34,12 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.config import DEFAULT_SEQ_LENGTH
-from keras_bert.pretraining.dataset import (
-    PretrainingOptions,
-    pretraining_dataset,
-    tokenize_documents,
+from keras_bert.pretraining.dataset import PretrainingOptions
+from keras_bert.pretraining.streams import (
+    PretrainingRecords,
+    as_documents,
+    held_out_set,
+    training_stream,
 )
 
 DEFAULT_BATCH_SIZE = 32
@@ -62,8 +67,9 @@ class MaskingConfig:
 class TextPretrainer(keras.Model):
     """BERT's pretraining on raw documents (see the module docstring).
 
-    Build one with `from_preset` (random weights, any vocabulary) or `from_pretrained` (a
-    checkpoint, with its pretraining heads when it has them).
+    Build one with `from_preset` (random weights, any vocabulary), `from_pretrained` (a
+    checkpoint, with its pretraining heads when it has them) or `from_phase1` (BERT's
+    second phase of a finished run).
     """
 
     def __init__(self, pretrainer, preprocessor, masking: MaskingConfig | None = None,
@@ -89,6 +95,7 @@ class TextPretrainer(keras.Model):
         self.preprocessor = preprocessor
         self.masking = masking or MaskingConfig()
         self._optimizer_settings = None  # compile()'s BERT optimizer, sized by fit
+        self.phase1 = None  # `from_phase1`'s finished run, whose state each `fit` continues
 
     # ----- building -----------------------------------------------------------------------
 
@@ -103,48 +110,50 @@ class TextPretrainer(keras.Model):
         as `keras-bert pretrain --preset` builds it (position embeddings: max(512,
         `seq_length`)). `seed` seeds Keras' generator first (the weights `pretrain --seed`
         starts from)."""
-        from keras_bert.data.corpus import DEFAULT_VOCAB
-        from keras_bert.models.pretrainer import BertPretrainer
-        from keras_bert.text.preprocessor import BertPreprocessor
-        from keras_bert.text.rules import DEFAULT_RULES
-        from keras_bert.text.tokenizer import BertTokenizer
-        from keras_bert.training.precision import training_precision
+        from keras_bert.pretraining.building import preset_parts
 
-        if seed is not None:
-            keras.utils.set_random_seed(int(seed))
-        tokenizer = BertTokenizer(vocab or DEFAULT_VOCAB, lower_case=lower_case if vocab else True,
-                                  rules=rules or DEFAULT_RULES)
-        pretrainer = BertPretrainer.for_vocabulary(preset, tokenizer, seq_length,
-                                                   training_precision(precision),
-                                                   nsp_loss_weight)
-        return cls(pretrainer, BertPreprocessor(tokenizer, int(seq_length)), masking)
+        pretrainer, tokenizer = preset_parts(preset, vocab, lower_case, rules, seq_length,
+                                             precision, nsp_loss_weight, seed)
+        return cls(pretrainer, _preprocessor(tokenizer, seq_length), masking)
 
     @classmethod
     def from_pretrained(cls, source: str, seq_length: int = DEFAULT_SEQ_LENGTH,
                         masking: MaskingConfig | None = None, nsp_loss_weight: float = 1.0,
                         rules: str | None = None, precision: str | None = None,
-                        seed: int | None = None) -> TextPretrainer:
+                        seed: int | None = None, vocab: str | None = None,
+                        lower_case: bool = True) -> TextPretrainer:
         """The checkpoint `source` (a keras_bert model directory, Google, Hugging Face or
         keras-hub checkpoint; `keras-bert pretrain --init` reads the same) with its
         pretraining heads where it has them (Google's and Hugging Face's releases, the
-        directories `convert` and `pretrain` write), else fresh ones, and its tokenizer.
+        directories `convert` and `pretrain` write), else fresh ones, and its tokenizer
+        (`vocab`: another `vocab.txt` of the model's size, cased with `lower_case=False`).
         `source` may be a hub id (`hf://...`, `kaggle://...`), fetched once."""
-        from keras_bert.checkpoints.conversion import checkpoint_rules, checkpoint_vocab
-        from keras_bert.checkpoints.formats import load_pretrainer
-        from keras_bert.checkpoints.hub_ids import local_checkpoint
-        from keras_bert.text.preprocessor import BertPreprocessor
-        from keras_bert.text.tokenizer import BertTokenizer
-        from keras_bert.training.precision import training_precision
+        from keras_bert.pretraining.building import pretrained_parts
 
-        if seed is not None:
-            keras.utils.set_random_seed(int(seed))
-        source = local_checkpoint(source)
-        vocab_file, lower_case = checkpoint_vocab(source)
-        tokenizer = BertTokenizer(vocab_file, lower_case=lower_case,
-                                  rules=rules or checkpoint_rules(source))
-        pretrainer = load_pretrainer(source, dtype=training_precision(precision),
-                                     nsp_loss_weight=nsp_loss_weight)
-        return cls(pretrainer, BertPreprocessor(tokenizer, int(seq_length)), masking)
+        pretrainer, tokenizer = pretrained_parts(source, vocab, lower_case, rules, precision,
+                                                 nsp_loss_weight, seed)
+        return cls(pretrainer, _preprocessor(tokenizer, seq_length), masking)
+
+    @classmethod
+    def from_phase1(cls, out: str, seq_length: int = DEFAULT_SEQ_LENGTH,
+                    masking: MaskingConfig | None = None, nsp_loss_weight: float = 1.0,
+                    rules: str | None = None, precision: str | None = None,
+                    seed: int | None = None) -> TextPretrainer:
+        """BERT's second phase of the finished `keras-bert pretrain` run in `out`: its
+        model and vocabulary, typically at a longer `seq_length` (at most its position
+        embeddings) and more masked predictions. Each `fit` starts from that run's end,
+        weights and optimizer state (moments and step count; compile with its optimizer),
+        under a new warmup + decay schedule of the fit's steps
+        (`keras_bert.pretraining.phases`)."""
+        from keras_bert.pretraining.building import phase2_parts
+        from keras_bert.pretraining.phases import read_phase1
+
+        phase1 = read_phase1(out)
+        pretrainer, tokenizer = phase2_parts(phase1, rules, int(seq_length), precision,
+                                             nsp_loss_weight, seed)
+        model = cls(pretrainer, _preprocessor(tokenizer, seq_length), masking)
+        model.phase1 = phase1
+        return model
 
     @property
     def tokenizer(self):
@@ -178,22 +187,25 @@ class TextPretrainer(keras.Model):
         warmup (`warmup_steps`, default 10% of the fit's) and linear decay to 0 over the
         fit's steps; or a Keras optimizer, used as it is. `accumulation_steps=K`: each
         update averages K micro-batches of `fit`'s `batch_size`. `jit_compile` (XLA)
-        defaults to the device's choice (`keras_bert.training.backends.default_jit_compile`)."""
+        defaults to the device's choice (`keras_bert.training.backends.default_jit_compile`).
+        A `from_phase1` model takes phase 1's optimizer only (it continues its state)."""
+        from keras_bert.pretraining.phases import check_optimizer
         from keras_bert.training.backends import default_jit_compile
         from keras_bert.training.optimizer import OPTIMIZERS
 
         name = optimizer or "adamw"
+        if isinstance(name, str) and name not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS} or a Keras "
+                             f"optimizer, got {name!r}")
+        if self.phase1 is not None:
+            check_optimizer(self.phase1, name if isinstance(name, str) else type(name).__name__)
+        self._optimizer_settings = None
         if isinstance(name, str):
-            if name not in OPTIMIZERS:
-                raise ValueError(f"optimizer must be one of {OPTIMIZERS} or a Keras "
-                                 f"optimizer, got {name!r}")
             self._optimizer_settings = {"learning_rate": float(learning_rate),
                                         "warmup_steps": warmup_steps,
                                         "weight_decay": float(weight_decay),
                                         "optimizer": name}
             optimizer = None
-        else:
-            self._optimizer_settings = None
         self._compile_arguments = {
             "accumulation_steps": int(accumulation_steps),
             "jit_compile": default_jit_compile() if jit_compile is None else jit_compile,
@@ -202,16 +214,32 @@ class TextPretrainer(keras.Model):
             self.pretrainer.compile(optimizer=optimizer, **self._compile_arguments)
         self.compiled = True
 
+    def training_data(self, x, batch_size: int | None = None, seed: int | None = None,
+                      steps_per_epoch: int | None = None) -> tuple[tf.data.Dataset, int]:
+        """`(stream, steps_per_epoch)`: what `fit` trains on. The endless stream of updates
+        of `batch_size` x the compiled `accumulation_steps` examples from documents `x`
+        (new NSP pairs and masks every pass) or `PretrainingRecords` (shuffled), from
+        `seed`, a pure function of the step; the steps of an epoch (default: the full
+        updates of one pass over the documents' NSP pairs)."""
+        if not self.compiled:
+            self.compile()
+        update = int(batch_size or DEFAULT_BATCH_SIZE) * self._compile_arguments[
+            "accumulation_steps"]
+        options = self.masking.options(self.preprocessor.seq_length, _seed(seed))
+        return training_stream(x, self.tokenizer, update, options, steps_per_epoch)
+
     def fit(self, x=None, batch_size: int | None = None, epochs: int = 1,
             steps_per_epoch: int | None = None, validation_data=None,
-            validation_steps: int = 20, seed: int | None = None, **kwargs):
-        """Pretrains on documents `x` (see the module docstring) for `epochs` epochs of
-        `steps_per_epoch` updates (default: the full batches of one pass over the
-        documents' NSP pairs). The stream is `keras-bert pretrain`'s: endless, new pairs
-        and masks every pass, from `seed` (default: drawn from NumPy's global generator).
-        `validation_data`: held-out documents, `validation_steps` batches of them scored
-        after every epoch. Returns Keras' `History`."""
-        from keras_bert.training.optimizer import create_optimizer
+            validation_steps: int = 20, seed: int | None = None, checkpoint=None, **kwargs):
+        """Pretrains on documents `x` (see the module docstring) or `PretrainingRecords`
+        for `epochs` epochs of `steps_per_epoch` updates (`training_data`). The stream is
+        endless, from `seed` (default: drawn from NumPy's global generator).
+        `validation_data`: held-out documents or records, `validation_steps` batches of
+        them scored after every epoch. `checkpoint`: a `ResumableCheckpoint`
+        (`keras_bert.training`) restored first, then saving model and optimizer state as
+        the fit goes (first of the callbacks, or where it stands in `callbacks`), so a fit
+        started again with the same arguments resumes where the interrupted one stopped
+        and ends with its weights. Returns Keras' `History`."""
         from keras_bert.training.resume import fit_from_step
 
         if "y" in kwargs or "shuffle" in kwargs:
@@ -219,69 +247,72 @@ class TextPretrainer(keras.Model):
                             "shuffles with its own seed (seed=)")
         if int(epochs) < 1:
             raise ValueError(f"epochs must be at least 1, got {epochs}")
-        if not self.compiled:
-            self.compile()
-        batch_size = int(batch_size or DEFAULT_BATCH_SIZE)
-        accumulation = self._compile_arguments["accumulation_steps"]
-        if seed is None:
-            seed = int(np.random.randint(0, 2**31 - 1))
-        options = self.masking.options(self.preprocessor.seq_length, seed)
-        documents = tokenize_documents(as_documents(x), self.tokenizer)
-        update_batch = batch_size * accumulation
-        if steps_per_epoch is None:
-            steps_per_epoch = _pairs_in_one_pass(documents, options) // update_batch
-        if int(steps_per_epoch) < 1:
-            raise ValueError(f"the documents do not fill one update of {update_batch} "
-                             "examples; pass fewer, or give steps_per_epoch")
-        total = int(epochs) * int(steps_per_epoch)
-        if self._optimizer_settings is not None:
-            self.pretrainer.compile(
-                optimizer=create_optimizer(total_steps=total, **self._optimizer_settings),
-                **self._compile_arguments)
-        train = pretraining_dataset(documents, self.tokenizer, update_batch, options,
-                                    dynamic=True, drop_remainder=True).repeat()
+        seed = _seed(seed)
+        train, steps_per_epoch = self.training_data(x, batch_size, seed, steps_per_epoch)
+        start = self._start(int(epochs) * steps_per_epoch, checkpoint, kwargs.get("verbose", 1))
         if validation_data is not None:
             validation_data = self._held_out(validation_data, batch_size, validation_steps,
                                              seed)
+        callbacks = list(kwargs.pop("callbacks", None) or [])
+        if checkpoint is not None and checkpoint not in callbacks:
+            callbacks.insert(0, checkpoint)  # among `callbacks`, it saves in its place
         history = keras.callbacks.History()
         history.history = fit_from_step(
-            self.pretrainer, train, epochs=int(epochs), steps_per_epoch=int(steps_per_epoch),
-            start_step=0, validation_data=validation_data, **kwargs)
+            self.pretrainer, train, epochs=int(epochs), steps_per_epoch=steps_per_epoch,
+            start_step=start, validation_data=validation_data, callbacks=callbacks, **kwargs)
         return history
+
+    def _start(self, total_steps: int, checkpoint, verbose) -> int:
+        """Compiles BERT's optimizer for `total_steps` (unless compiled with another),
+        continues phase 1's state, restores `checkpoint`; returns the step of this
+        training to start at."""
+        from keras_bert.pretraining.phases import load_phase1_state
+        from keras_bert.training.backends import distribution_scope
+        from keras_bert.training.optimizer import create_optimizer
+
+        offset = self.phase1.step if self.phase1 is not None else 0
+        if self._optimizer_settings is not None:
+            # Phase 2's schedule counts from phase 1's last step, the step count it continues.
+            with distribution_scope(self.pretrainer):
+                self.pretrainer.compile(optimizer=create_optimizer(
+                    total_steps=total_steps, start_step=offset, **self._optimizer_settings),
+                    **self._compile_arguments)
+        if self.phase1 is not None:  # a checkpoint of this fit, if any, replaces it below
+            load_phase1_state(self.pretrainer, self.phase1)
+        # A checkpoint's step counts phase 1's too; without one a fit starts at its step 0
+        # (a Keras optimizer compiled by the user keeps its count from an earlier fit).
+        restored = checkpoint.restore(self.pretrainer)["step"] if checkpoint is not None else 0
+        start = max(restored - offset, 0)
+        if verbose and start:
+            print(f"resuming from step {start} of {total_steps}", flush=True)
+        elif verbose and self.phase1 is not None:
+            print(f"phase 2: continuing {self.phase1.out} (optimizer step {offset})",
+                  flush=True)
+        return start
 
     def evaluate(self, x=None, batch_size: int | None = None, steps: int = 20,
                  seed: int = 12345, **kwargs) -> dict:
-        """Held-out scores on documents `x` (`steps` batches, pairs and masks from `seed`):
-        the losses and accuracies, `mlm_frequency_baseline` (always the most frequent
-        masked token), `nsp_majority_baseline` (always the commoner NSP label) and
-        `examples`, as `keras-bert pretrain`'s `metrics.json` reports them."""
-        from keras_bert.pretraining.evaluation import (
-            mlm_frequency_baseline,
-            nsp_majority_baseline,
-        )
+        """Held-out scores on documents `x` or `PretrainingRecords` (`steps` batches;
+        documents: pairs and masks from `seed`): the losses and accuracies,
+        `mlm_frequency_baseline` (always the most frequent masked token),
+        `nsp_majority_baseline` (always the commoner NSP label) and `examples`, as
+        `keras-bert pretrain`'s `metrics.json` reports them."""
+        from keras_bert.pretraining.evaluation import held_out_scores
 
         if isinstance(x, tf.data.Dataset) or kwargs:
             return self.pretrainer.evaluate(x, batch_size=batch_size, **kwargs)
         if not self.pretrainer.compiled:
             self.pretrainer.compile()
-        dataset = self._held_out(x, int(batch_size or DEFAULT_BATCH_SIZE), steps, seed)
+        dataset = self._held_out(x, batch_size, steps, seed)
         if dataset is None:
             raise ValueError("the documents make no evaluation batch")
-        scores = {k: float(v) for k, v in self.pretrainer.evaluate(
-            dataset, return_dict=True, verbose=0).items()}
-        scores["mlm_frequency_baseline"] = mlm_frequency_baseline(dataset)
-        majority, examples = nsp_majority_baseline(dataset)
-        return {**scores, "nsp_majority_baseline": majority, "examples": examples}
+        return held_out_scores(self.pretrainer, dataset)
 
-    def _held_out(self, documents, batch_size: int, steps: int, seed: int):
-        """`pretrain`'s evaluation set: the same pairs and masks on every pass."""
-        from keras_bert.pretraining.evaluation import with_known_length
-
+    def _held_out(self, data, batch_size: int | None, steps: int, seed: int):
+        """`pretrain`'s evaluation set: the same batches on every pass."""
         options = self.masking.options(self.preprocessor.seq_length, seed)
-        tokens = tokenize_documents(as_documents(documents), self.tokenizer)
-        dataset = pretraining_dataset(tokens, self.tokenizer, batch_size, options,
-                                      dynamic=False)
-        return with_known_length(dataset.take(int(steps)))
+        return held_out_set(data, self.tokenizer, int(batch_size or DEFAULT_BATCH_SIZE),
+                            steps, options)
 
     # ----- using --------------------------------------------------------------------------
 
@@ -290,52 +321,18 @@ class TextPretrainer(keras.Model):
         `[MASK]` in the text): `tokens` (`[texts, masks, top_k]` strings, "" past a text's
         masks), `probabilities` (the same shape) and `num_masks` (per text). Masks beyond
         the sequence length are not read."""
-        from keras_bert.text.tokenizer import BertTokenizer
+        from keras_bert.pretraining.fill_mask import fill_masks
 
         if kwargs.pop("verbose", None) not in (None, 0, "auto") or kwargs:
             raise TypeError(f"unexpected arguments {sorted(kwargs)}")
-        if isinstance(x, (str, bytes)):
-            raise TypeError("predict takes a list of texts, not a single string")
-        texts = list(x)
-        if not texts or not all(isinstance(t, str) for t in texts):
-            raise ValueError("predict takes a non-empty list of texts (strings)")
-        tokenizer = self.tokenizer
-        marking = BertTokenizer(tokenizer.vocab, lower_case=tokenizer.lower_case,
-                                preserve_special_tokens=True, rules=tokenizer.rules)
-        mask_id = tokenizer.special_token_ids["mask"]
-        size = int(batch_size or DEFAULT_BATCH_SIZE)
-        tokens, probabilities, counts = [], [], []
-        for start in range(0, len(texts), size):
-            chunk = tf.constant(texts[start:start + size])
-            packed = self.preprocessor.pack([marking.tokenize(chunk)])
-            ids = packed["input_word_ids"].numpy()
-            masks = [np.flatnonzero(row == mask_id) for row in ids]
-            width = max(1, max(len(m) for m in masks))
-            positions = np.zeros((len(ids), width), np.int32)
-            for row, found in enumerate(masks):
-                positions[row, :len(found)] = found
-            logits = self.pretrainer({**packed, "masked_lm_positions": positions},
-                                     training=False)["mlm_logits"]
-            probs = keras.ops.convert_to_numpy(keras.ops.softmax(
-                keras.ops.cast(logits, "float32"), axis=-1))
-            best = np.argsort(-probs, axis=-1)[..., :top_k]
-            for row, found in enumerate(masks):
-                counts.append(len(found))
-                tokens.append([[tokenizer.vocab[i] if m < len(found) else "" for i in ids_]
-                               for m, ids_ in enumerate(best[row])])
-                probabilities.append([[float(probs[row, m, i]) if m < len(found) else 0.0
-                                       for i in ids_] for m, ids_ in enumerate(best[row])])
-        width = max((len(t) for t in tokens), default=1)
-        pad = [""] * top_k
-        return {"tokens": np.array([t + [pad] * (width - len(t)) for t in tokens], dtype=str),
-                "probabilities": np.array([p + [[0.0] * top_k] * (width - len(p))
-                                           for p in probabilities], np.float32),
-                "num_masks": np.array(counts, np.int32)}
+        return fill_masks(self.pretrainer, self.preprocessor, x, top_k,
+                          int(batch_size or DEFAULT_BATCH_SIZE))
 
-    def save(self, filepath, overwrite: bool = True, **kwargs):
+    def save(self, filepath, overwrite: bool = True, metadata: dict | None = None, **kwargs):
         """`*.keras`: Keras' archive. Otherwise the keras_bert model directory `keras-bert
         pretrain` writes (`model/`: the encoder, its vocabulary and tokenizer settings, the
-        pretraining heads beside it); returns its path."""
+        pretraining heads beside it; `pretrained_steps` and `metadata` in its manifest);
+        returns its path."""
         from keras_bert.checkpoints.model_dir import save_model_dir
         from keras_bert.checkpoints.pretraining_heads import save_pretraining_heads
 
@@ -350,51 +347,20 @@ class TextPretrainer(keras.Model):
         tokenizer = self.tokenizer
         return save_model_dir(
             self.pretrainer.encoder, str(filepath), tokenizer.vocab, tokenizer.lower_case,
-            rules=tokenizer.rules, metadata={"pretrained_steps": steps},
+            rules=tokenizer.rules, metadata={"pretrained_steps": steps, **(metadata or {})},
             write_extra=lambda directory: save_pretraining_heads(self.pretrainer,
                                                                  directory)).path
 
 
-def as_documents(x) -> list[list[str]]:
-    """Documents of sentences from `x`: a corpus file path or a list of them (the formats
-    `keras-bert pretrain --corpus` reads), or documents (each a list of sentences, or one
-    string with a sentence per line). Blank sentences are dropped; at least two documents
-    (NSP's random next sentences come from another one)."""
-    from keras_bert.data.corpus import guess_format
-    from keras_bert.data.corpus import read_documents as read_file
+def _preprocessor(tokenizer, seq_length: int):
+    from keras_bert.text.preprocessor import BertPreprocessor
 
-    if isinstance(x, (str, os.PathLike)):
-        x = [x]
-    if x is None or isinstance(x, tf.data.Dataset):
-        raise TypeError("documents are a corpus file path, a list of them, or a list of "
-                        "documents (lists of sentences, or strings with one per line)")
-    items = list(x)
-    if items and all(isinstance(i, (str, os.PathLike)) and os.path.isfile(i) for i in items):
-        documents = [d for path in items for d in read_file(str(path), guess_format(str(path)))]
-    else:
-        documents = []
-        for number, item in enumerate(items):
-            sentences = item.splitlines() if isinstance(item, str) else item
-            if isinstance(sentences, (bytes, dict)) or not all(
-                    isinstance(s, str) for s in sentences):
-                raise TypeError(f"document {number} is not a list of sentences (strings) "
-                                f"nor a string: {type(item).__name__}")
-            sentences = [s.strip() for s in sentences if s.strip()]
-            if sentences:
-                documents.append(sentences)
-    if len(documents) < 2:
-        raise ValueError(f"pretraining needs at least 2 documents with text, got "
-                         f"{len(documents)}")
-    return documents
+    return BertPreprocessor(tokenizer, int(seq_length))
 
 
-def _pairs_in_one_pass(token_documents, options: PretrainingOptions) -> int:
-    """The NSP pairs the first pass over the documents makes (what one epoch holds)."""
-    from keras_bert.pretraining.nsp import as_int_documents, create_nsp_examples
-
-    return len(create_nsp_examples(as_int_documents(token_documents), options.seq_length,
-                                   options.short_seq_prob, options.dupe_factor,
-                                   seed=options.seed))
+def _seed(seed: int | None) -> int:
+    """`seed`, or one drawn from NumPy's global generator (seeded by `set_random_seed`)."""
+    return int(np.random.randint(0, 2**31 - 1)) if seed is None else int(seed)
 
 
-__all__ = ["MaskingConfig", "TextPretrainer", "as_documents"]
+__all__ = ["MaskingConfig", "PretrainingRecords", "TextPretrainer", "as_documents"]

@@ -3,8 +3,9 @@ phase 2 at 512 (with 4x the masked predictions) continuing from phase 1's weight
 optimizer state (Adam's moments and step count) under a schedule of its own.
 
 `read_phase1(OUT)` reads a finished `keras-bert pretrain` run (its `model/` directory and
-last checkpoint); `load_phase1_state` puts that checkpoint's model and optimizer variables
-into the phase-2 pretrainer. The optimizer's step count goes on (Adam's bias correction
+last checkpoint); `phase2_pretrainer` builds its network for phase 2's sequence length and
+`load_phase1_state` puts that checkpoint's model and optimizer variables into it
+(`TextPretrainer.from_phase1` runs the three). The optimizer's step count goes on (Adam's bias correction
 must not restart over moments that are not zero), so phase 2's schedule starts at that
 step (`WarmupPolynomialDecay(start_step=...)`).
 """
@@ -56,6 +57,30 @@ def read_phase1(out: str) -> Phase1:
                   step=step, arguments=arguments)
 
 
+def phase2_pretrainer(phase1: Phase1, seq_length: int, dtype: str, nsp_loss_weight: float):
+    """A `BertPretrainer` of phase 1's config in `dtype`, its weights still random: they
+    come with the optimizer state (`load_phase1_state`). Refuses a `seq_length` longer
+    than phase 1's position embeddings."""
+    from keras_bert.checkpoints.model_dir import load_model_dir
+    from keras_bert.models.encoder import BertEncoder
+    from keras_bert.models.pretrainer import BertPretrainer
+
+    config = load_model_dir(phase1.model_dir).config
+    if config.max_position_embeddings < seq_length:
+        raise ValueError(f"phase 1's model has {config.max_position_embeddings} position "
+                         f"embeddings, fewer than --seq-length {seq_length} (pretrain phase 1 "
+                         "with at least as many: a new model gets max(512, --seq-length))")
+    return BertPretrainer(BertEncoder(config, dtype=dtype), nsp_loss_weight=nsp_loss_weight)
+
+
+def check_optimizer(phase1: Phase1, optimizer: str) -> None:
+    """Refuses to continue phase 1's optimizer state with another optimizer."""
+    if optimizer != phase1.optimizer:
+        raise ValueError(f"phase 1 ({phase1.out}) ran {phase1.optimizer}: phase 2 continues "
+                         f"its optimizer state, so give --optimizer {phase1.optimizer} "
+                         f"(compile(optimizer={phase1.optimizer!r}))")
+
+
 def load_phase1_state(pretrainer, phase1: Phase1) -> None:
     """Assigns phase 1's last checkpoint to a compiled `pretrainer` of the same config:
     every model variable (weights, heads, dropout seed states) and every variable of the
@@ -84,4 +109,4 @@ def load_phase1_state(pretrainer, phase1: Phase1) -> None:
         variable.assign(arrays[i])
 
 
-__all__ = ["Phase1", "load_phase1_state", "read_phase1"]
+__all__ = ["Phase1", "check_optimizer", "load_phase1_state", "phase2_pretrainer", "read_phase1"]

@@ -19,7 +19,7 @@ from keras_bert.checkpoints.pretraining_heads import (
 from keras_bert.cli import main
 from keras_bert.config import BertConfig
 from keras_bert.data.corpus import DEFAULT_VOCAB
-from keras_bert.jobs.pretrain import PretrainJob, _build_pretrainer, _tokenizer
+from keras_bert.jobs.pretrain import PretrainJob, pretraining_model
 from keras_bert.models import BertPretrainer
 from keras_bert.text.tokenizer import load_vocab
 
@@ -27,6 +27,7 @@ from keras_bert.text.tokenizer import load_vocab
 CONFIG = BertConfig(vocab_size=len(load_vocab(DEFAULT_VOCAB)), hidden_size=16, num_layers=1,
                     num_heads=2, intermediate_size=32, max_position_embeddings=64,
                     hidden_act="gelu_approximate")
+SEQ = 32  # within CONFIG's 64 positions (the model refuses a longer sequence length)
 
 
 def _source(seed: int) -> BertPretrainer:
@@ -48,10 +49,11 @@ def test_init_from_a_checkpoint_brings_its_heads(tmp_path, layout):
     path = str(tmp_path / layout)
     save = save_google_pretrainer if layout == "google" else save_hf_pretrainer
     save(source, path, vocab_file=DEFAULT_VOCAB)
-    job = PretrainJob(out=str(tmp_path / "run"), init=path)
-    tokenizer = _tokenizer(job)
+    job = PretrainJob(out=str(tmp_path / "run"), init=path, seq_length=SEQ)
+    model = pretraining_model(job)
+    tokenizer = model.tokenizer
     assert tokenizer.vocab == load_vocab(os.path.join(path, "vocab.txt"))
-    pretrainer = _build_pretrainer(job, tokenizer)
+    pretrainer = model.pretrainer
     want, got = _heads(source), _heads(pretrainer)
     assert sorted(got) == sorted(want) and len(want) >= 6
     for name in want:
@@ -63,8 +65,8 @@ def test_init_from_a_checkpoint_brings_its_heads(tmp_path, layout):
 def test_init_from_a_model_directory_starts_new_heads(tmp_path):
     source = _source(seed=4)
     model_dir = save_model_dir(source.encoder, str(tmp_path / "model"), DEFAULT_VOCAB, True)
-    job = PretrainJob(out=str(tmp_path / "run"), init=model_dir.path)
-    pretrainer = _build_pretrainer(job, _tokenizer(job))
+    job = PretrainJob(out=str(tmp_path / "run"), init=model_dir.path, seq_length=SEQ)
+    pretrainer = pretraining_model(job).pretrainer
     assert not np.allclose(_heads(pretrainer)["nsp/kernel"], _heads(source)["nsp/kernel"])
 
 
@@ -79,10 +81,11 @@ def test_cli_continues_a_google_release(tmp_path):
                      "32", "--max-predictions", "4"]) == 0
     assert os.path.exists(tmp_path / "run" / "model" / "keras_bert.json")
     # The run's model directory holds its heads: `--init run/model` continues with them.
-    job = PretrainJob(out=str(tmp_path / "run2"), init=str(tmp_path / "run" / "model"))
+    job = PretrainJob(out=str(tmp_path / "run2"), init=str(tmp_path / "run" / "model"),
+                      seq_length=SEQ)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        continued = _build_pretrainer(job, _tokenizer(job))
+        continued = pretraining_model(job).pretrainer
     trained = BertPretrainer.from_bert_config(CONFIG)
     trained.load_weights(str(tmp_path / "run" / "pretrainer.weights.h5"))
     for name, value in _heads(trained).items():
@@ -92,7 +95,8 @@ def test_cli_continues_a_google_release(tmp_path):
 def test_a_directory_of_no_known_layout_is_named(tmp_path):
     (tmp_path / "nothing").mkdir()
     with pytest.raises(ValueError, match="holds none of: a keras_bert model directory"):
-        _tokenizer(PretrainJob(out=str(tmp_path / "run"), init=str(tmp_path / "nothing")))
+        pretraining_model(PretrainJob(out=str(tmp_path / "run"),
+                                      init=str(tmp_path / "nothing")))
 
 
 def test_converting_a_google_release_keeps_its_heads(tmp_path):
@@ -102,10 +106,10 @@ def test_converting_a_google_release_keeps_its_heads(tmp_path):
     dest = str(tmp_path / "converted")
     assert main(["convert", path, dest]) == 0
     assert os.path.exists(os.path.join(dest, "pretraining_heads.weights.h5"))
-    job = PretrainJob(out=str(tmp_path / "run"), init=dest)
+    job = PretrainJob(out=str(tmp_path / "run"), init=dest, seq_length=SEQ)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # every head came from the release
-        continued = _build_pretrainer(job, _tokenizer(job))
+        continued = pretraining_model(job).pretrainer
     for name, value in _heads(source).items():
         np.testing.assert_allclose(_heads(continued)[name], value, atol=1e-6, err_msg=name)
     # --encoder-only: the encoder alone, as before

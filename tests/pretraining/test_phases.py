@@ -15,7 +15,7 @@ import pytest
 
 from keras_bert.checkpoints import load_model_dir
 from keras_bert.cli import main
-from keras_bert.jobs.pretrain import PretrainJob, _build_pretrainer, _tokenizer, run_pretraining
+from keras_bert.jobs.pretrain import PretrainJob, pretraining_model, run_pretraining
 from keras_bert.models import BertPretrainer
 from keras_bert.pretraining.phases import load_phase1_state, read_phase1
 from keras_bert.training import ResumableCheckpoint
@@ -59,7 +59,7 @@ def test_phase2_starts_from_phase1_weights_and_optimizer_state(phases, tmp_path)
     # The state phase 2 starts from, built as its job builds it.
     job = PretrainJob(out=str(tmp_path / "p2"), phase2_from=str(p1), seq_length=64,
                       steps=80, steps_per_epoch=80, learning_rate=2e-3, precision="float32")
-    pretrainer = _build_pretrainer(job, _tokenizer(job))
+    pretrainer = pretraining_model(job).pretrainer
     pretrainer.compile(optimizer=create_optimizer(2e-3, 80, start_step=phase1.step))
     load_phase1_state(pretrainer, phase1)
     optimizer = pretrainer.optimizer

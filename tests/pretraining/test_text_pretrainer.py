@@ -1,11 +1,10 @@
-"""`TextPretrainer`: BERT's pretraining on raw documents for a Python user, checked against
-`keras-bert pretrain` (the same corpus, seed and settings end with bit-identical weights and
-the same held-out numbers) and, for `predict`'s fill-mask answers, against Hugging Face's
-`BertForMaskedLM` on AntiBERTy (a real BERT with its masked-LM head)."""
+"""`TextPretrainer`: BERT's pretraining on raw documents for a Python user (the engine
+`keras-bert pretrain` runs: tests/jobs/test_pretrain_engine.py), its resumable fit, and, for
+`predict`'s fill-mask answers, a check against Hugging Face's `BertForMaskedLM` on AntiBERTy
+(a real BERT with its masked-LM head)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 
@@ -14,16 +13,11 @@ import numpy as np
 import pytest
 
 from keras_bert import TextPretrainer
-from keras_bert.cli import main
 from keras_bert.data.corpus import default_corpus_files, guess_format
 from keras_bert.data.corpus import read_documents as read_file
-from keras_bert.models import BertPretrainer
-from keras_bert.pretraining.evaluation import split_documents
 from keras_bert.pretraining.model import MaskingConfig, as_documents
+from keras_bert.training import ResumableCheckpoint
 from tests.support.reference import require
-
-SETTINGS = ["--steps", "6", "--steps-per-epoch", "3", "--batch-size", "8", "--seq-length", "32",
-            "--max-predictions", "5", "--precision", "float32", "--seed", "3"]
 
 
 @pytest.fixture(scope="module")
@@ -42,33 +36,6 @@ def _tiny(seed: int = 3) -> TextPretrainer:
                                       precision="float32", seed=seed)
 
 
-@pytest.mark.slow  # ~26 s alone on 2 cores
-def test_fit_ends_with_the_weights_and_numbers_of_keras_bert_pretrain(corpus, tmp_path):
-    out = tmp_path / "cli"
-    assert main(["pretrain", "--out", str(out), "--corpus", corpus, *SETTINGS]) == 0
-    # What the command line trains and holds out: 15% of the documents (its default).
-    train, held_out = split_documents([as_documents(corpus)], 0.15)
-    model = _tiny()
-    initial = [w.numpy().copy() for w in model.pretrainer.weights]
-    history = model.fit(train, batch_size=8, epochs=2, steps_per_epoch=3,
-                        validation_data=held_out, seed=3, verbose=0)
-    assert len(history.history["loss"]) == 2 and "val_mlm_accuracy" in history.history
-    cli = BertPretrainer.from_bert_config(model.pretrainer.config)
-    cli.load_weights(str(out / "pretrainer.weights.h5"))
-    assert len(cli.weights) == len(model.pretrainer.weights) > 0
-    for a, b in zip(cli.weights, model.pretrainer.weights, strict=True):
-        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=b.path)
-    moved = [not np.array_equal(a, b.numpy())
-             for a, b in zip(initial, model.pretrainer.weights, strict=True)]
-    assert sum(moved) > len(moved) // 2  # it trained (the comparison above can fail)
-    # The held-out numbers of metrics.json, from evaluate with the command line's settings.
-    want = json.loads((out / "metrics.json").read_text())["eval"]
-    got = model.evaluate(held_out, batch_size=8, steps=20, seed=3)
-    assert sorted(got) == sorted(want)
-    for key, value in want.items():
-        assert got[key] == pytest.approx(value, rel=1e-6, abs=1e-7), key
-
-
 def test_fit_without_steps_makes_one_pass_and_ends(corpus):
     """The stream is endless; an epoch defaults to the full batches of one pass over the
     documents' NSP pairs, so a newcomer's `fit(documents)` returns."""
@@ -80,6 +47,42 @@ def test_fit_without_steps_makes_one_pass_and_ends(corpus):
     bigger = _tiny()  # twice the batch: half the steps, give or take the remainder
     bigger.fit(documents, batch_size=32, seed=5, verbose=0)
     assert int(bigger.pretrainer.optimizer.iterations.numpy()) == steps * 16 // 32
+
+
+class _Preempted(Exception):
+    pass
+
+
+class _StopAfterFirstEpoch(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        raise _Preempted  # after the checkpoint, first of the callbacks, saved the epoch
+
+
+def test_fit_interrupted_resumes_from_its_checkpoint(corpus, tmp_path):
+    """`fit(checkpoint=...)` stopped after its first epoch and called again on a new model
+    resumes at step 2 of 4 (it runs 2 steps) and ends with the weights of the fit that ran
+    straight through."""
+    def fit(callbacks=()):
+        model = _tiny()
+        model.compile(optimizer="lamb", learning_rate=1e-3)
+        model.fit(corpus, batch_size=4, epochs=2, steps_per_epoch=2, seed=7, verbose=0,
+                  checkpoint=ResumableCheckpoint(str(tmp_path / "ckpt"), every_seconds=None),
+                  callbacks=list(callbacks))
+        return model
+
+    straight = _tiny()
+    straight.compile(optimizer="lamb", learning_rate=1e-3)
+    straight.fit(corpus, batch_size=4, epochs=2, steps_per_epoch=2, seed=7, verbose=0)
+    with pytest.raises(_Preempted):
+        fit([_StopAfterFirstEpoch()])
+    assert len(ResumableCheckpoint(str(tmp_path / "ckpt")).checkpoints()) == 1
+    batches = []
+    resumed = fit([keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: batches.append(batch))])
+    assert len(batches) == 2  # only the second epoch's steps ran again
+    assert int(resumed.pretrainer.optimizer.iterations.numpy()) == 4
+    for a, b in zip(straight.pretrainer.weights, resumed.pretrainer.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=b.path)
 
 
 def test_save_and_load_keep_weights_heads_and_answers(corpus, tmp_path):

@@ -13,8 +13,7 @@ import pytest
 
 from keras_bert.cli import main
 from keras_bert.data.corpus import DEFAULT_VOCAB
-from keras_bert.jobs.pretrain import PretrainJob, _datasets
-from keras_bert.text import BertTokenizer
+from keras_bert.jobs.pretrain import PretrainJob, pretraining_data, pretraining_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -33,7 +32,9 @@ def _assert_static(dataset, batch: int, seq: int, predictions: int) -> None:
 def test_corpus_stream_is_static(tmp_path, accumulation):
     job = PretrainJob(out=str(tmp_path), seq_length=64, max_predictions=10,
                       accumulation_steps=accumulation)
-    train, _ = _datasets(job, BertTokenizer(DEFAULT_VOCAB), global_batch=8)
+    train, _ = pretraining_model(job).training_data(
+        pretraining_data(job)[0], batch_size=8, seed=job.seed,
+        steps_per_epoch=job.steps_per_epoch)
     _assert_static(train, 8 * accumulation, 64, 10)
     first = next(iter(train))
     assert tuple(first["input_word_ids"].shape) == (8 * accumulation, 64)
@@ -46,7 +47,9 @@ def test_tfrecord_stream_is_static(tmp_path, capsys):
     capsys.readouterr()
     job = PretrainJob(out=str(tmp_path / "run"), tfrecords=records, seq_length=64,
                       max_predictions=10)
-    train, _ = _datasets(job, BertTokenizer(DEFAULT_VOCAB), global_batch=16)
+    train, _ = pretraining_model(job).training_data(
+        pretraining_data(job)[0], batch_size=16, seed=job.seed,
+        steps_per_epoch=job.steps_per_epoch)
     _assert_static(train, 16, 64, 10)
 
 
