@@ -130,7 +130,7 @@ class SentenceModel(TextTaskModel):
         are packed once, up front (not again each epoch), so that each batch can be cut
         to its rows' length (`Batching`)."""
         targets = np.asarray(self._targets(rows))
-        pair = _pair_of(rows)
+        pair = readers.are_pairs(rows)
         reading = self.config.reading
 
         def featurise(chunk):
@@ -347,19 +347,6 @@ class TextRegressor(SentenceModel):
     def _answer(self, outputs, row) -> dict:
         """`{"score"}`."""
         return {"score": float(outputs["score"][row])}
-
-
-def _pair_of(rows) -> bool:
-    """Whether `rows` are sentence pairs: all of them, or none (else an error naming the
-    first row without a `text_b`)."""
-    if not rows:
-        raise ValueError("no examples to train or score on")
-    has_b = [ex.text_b is not None for ex in rows]
-    if any(has_b) and not all(has_b):
-        first = rows[has_b.index(False)]
-        raise ValueError(f"line {first.line}: the example has no text_b while others do; "
-                         "the examples are all single texts or all pairs")
-    return has_b[0]
 
 
 def _requests_of(rows) -> dict[str, list[str]]:

@@ -142,6 +142,19 @@ def regression_targets(examples: Sequence[TextExample]) -> np.ndarray:
     return np.asarray([float(ex.label) for ex in examples], np.float32)
 
 
+def are_pairs(examples: Sequence[TextExample]) -> bool:
+    """Whether `examples` are sentence pairs: all of them, or none (else an error naming
+    the first one without a `text_b`)."""
+    if not examples:
+        raise ValueError("No examples to build a dataset from.")
+    has_b = [ex.text_b is not None for ex in examples]
+    if any(has_b) and not all(has_b):
+        first = examples[has_b.index(False)]
+        raise ValueError(f"line {first.line}: the example has no text_b while others do; "
+                         "a dataset is all single texts or all pairs.")
+    return has_b[0]
+
+
 def text_dataset(examples: Sequence[TextExample], preprocessor, labels=None,
                  batch_size: int = 32, shuffle_seed: int | None = None,
                  drop_remainder: bool = False) -> tf.data.Dataset:
@@ -160,15 +173,9 @@ def text_dataset(examples: Sequence[TextExample], preprocessor, labels=None,
       Elements `(features, labels)` (or `features` alone), `features` the dict of int32
       `[batch, length]` tensors `input_word_ids`, `input_mask`, `input_type_ids`.
     """
-    if not examples:
-        raise ValueError("No examples to build a dataset from.")
-    has_b = [ex.text_b is not None for ex in examples]
-    if any(has_b) and not all(has_b):
-        first = examples[has_b.index(False)]
-        raise ValueError(f"line {first.line}: the example has no text_b while others do; "
-                         "a dataset is all single texts or all pairs.")
+    pair = are_pairs(examples)
     texts = tf.constant([ex.text for ex in examples], tf.string)
-    if has_b[0]:
+    if pair:
         texts = (texts, tf.constant([ex.text_b for ex in examples], tf.string))
     if labels is not None:
         labels = np.asarray(labels)
