@@ -2,16 +2,23 @@
 utilisation) and a MiniLM fine-tuning run with its held-out accuracy, on any Keras backend,
 from token ids, so that it runs on an accelerator image without TensorFlow (JAX alone).
 
-Three steps (`bench/accelerator_data.py` holds what travels and what comes back):
+Three steps (`bench/accelerator_data.py` holds what travels and what comes back,
+`bench/accelerator_step.py` a pretraining row, its model FLOPs and MFU):
 
 * `prepare DIR` (a machine with TensorFlow and TF Text): the Rotten Tomatoes ids, MiniLM's
   encoder as float16 arrays and, with `--wheels`, the wheels the GPU image lacks.
 * `run --data DIR` (any backend: `KERAS_BACKEND=jax` on the GPU, through
-  `scripts/device_accelerator.sh`): for each model, the largest batch of `--batches` that fits
-  (tried largest first; an out-of-memory error tries the next), `model.fit` of
-  `BertPretrainer` + BERT's AdamW on a static batch (seq 128, 20 masked positions, the
-  precision `--precision`, default mixed_bfloat16), a warm-up fit (compilation) then a timed
-  one of `--steps` steps; then the fine-tuning: a classifier on MiniLM, `FitSchedule`'s AdamW,
+  `scripts/device_accelerator.sh`): for each model, each of `--seqs` (128: 20 masked
+  positions, 512: BERT's phase 2, 80) and each `--attention-dropout` (default 0, MosaicBERT's
+  choice: the attention then takes JAX's fused kernel, cuDNN's on a GPU in bf16; 0.1 keeps
+  the layer's own), the largest batch of `--batches` that fits (at 512, a quarter of those at
+  128; tried largest first, an out-of-memory error tries the next), `model.fit` of
+  `BertPretrainer` + BERT's AdamW on a static batch in `--precision` (default
+  mixed_bfloat16): a warm-up fit (compilation) then a timed one of `--steps` steps. At the
+  first seq, `--profile DIR` traces a few more steps of that fit (`bench/accelerator_profile.py`:
+  the device time's shares), and `--float8` times the same model, seed, batch and steps with
+  its Dense layers quantized for Keras' float8 training, its last loss beside the bf16 row's.
+  Then the fine-tuning: a classifier on MiniLM, `FitSchedule`'s AdamW,
   `--epochs` over the training ids, accuracy on the held-out ids. A part that fails is
   recorded with its error and the run goes on (one call is all a lent machine gives);
   `--json` is rewritten after each part. `--answers OUT` also writes the fine-tuned weights
@@ -19,15 +26,10 @@ Three steps (`bench/accelerator_data.py` holds what travels and what comes back)
 * `verify --answers OUT` (back here, with TensorFlow): the TF SavedModel export of those
   weights, loaded as TF Serving loads it, answers the held-out texts as the GPU did.
 
-Model FLOPs per sequence (forward; training = 3x): every layer `24 s h^2` (QKV, output,
-FFN) `+ 4 s^2 h` (scores, probabilities x values), the MLM head at the `p` masked positions
-only `p (2 h^2 + 2 h V)`, pooler + NSP `2 h^2 + 4 h`; embeddings and norms not counted. MFU
-= achieved model FLOP/s over the device's dense peak for the precision (`--peak`, or the
-table below by device name; unknown devices print FLOP/s only).
-
     .venv/bin/python bench/accelerator.py prepare .accelerator --wheels   # here (TensorFlow)
-    bash scripts/device_accelerator.sh --answers "$OUT"                    # on the GPU
+    bash scripts/device_accelerator.sh --answers "$OUT" --float8 --profile /tmp/accelerator-profile
     .venv/bin/python bench/accelerator.py verify --answers DIR             # here, after
+    .venv/bin/python bench/accelerator.py profile DIR                      # the traces, here
     .venv/bin/python bench/accelerator.py --quick                          # CPU smoke check
 """
 
@@ -39,6 +41,7 @@ import json
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -53,39 +56,12 @@ from bench.accelerator_data import (  # noqa: E402
     save_answers,
     verify,
 )
-
-CONFIGS = {  # name: (layers, hidden, heads, intermediate, vocab)
-    "base": (12, 768, 12, 3072, 30522),
-    "large": (24, 1024, 16, 4096, 30522),
-    "tiny": (2, 128, 2, 512, 30522),
-}
-# The batches tried per model at sequence length 128, largest first: the first fits an
-# H200's 139 GiB by an activation estimate (~34 bytes per token per hidden unit and layer in
-# bf16), the others are the fall-backs for 80 GB and 40 GB cards.
-BATCHES = {"base": (1024, 512, 256, 128), "large": (512, 256, 128, 64), "tiny": (8,)}
-# Dense peak TFLOP/s by device-name fragment: (float32 without tensor cores, bf16/fp16
-# tensor cores). Vendor datasheets, SXM parts unless named.
-PEAKS = {"H200": (67.0, 989.0), "H100 PCIe": (51.0, 756.0), "H100": (67.0, 989.0),
-         "A100": (19.5, 312.0), "L4": (30.3, 121.0), "A10G": (31.2, 125.0),
-         "V100": (15.7, 125.0), "T4": (8.1, 65.0)}
-SEQ = 128
-PREDICTIONS = 20  # BERT's masked positions at 128
-
-
-def model_flops(layers, hidden, vocab, seq, predictions) -> float:
-    """Training FLOPs per sequence (3 x forward; see the module docstring)."""
-    forward = layers * (24 * seq * hidden**2 + 4 * seq**2 * hidden)
-    forward += predictions * (2 * hidden**2 + 2 * hidden * vocab) + 2 * hidden**2 + 4 * hidden
-    return 3.0 * forward
-
-
-def device_peak(name: str, mixed: bool, override: float | None) -> float | None:
-    if override:
-        return override
-    for fragment, (fp32, half) in PEAKS.items():
-        if fragment.lower() in name.lower():
-            return half if mixed else fp32
-    return None
+from bench.accelerator_profile import (  # noqa: E402
+    capture,
+    profile_table,
+    summarise_folders,
+)
+from bench.accelerator_step import SEQ, batches_at, time_pretraining  # noqa: E402
 
 
 def device_name() -> str:
@@ -137,65 +113,6 @@ def _free() -> None:
         import jax
 
         jax.clear_caches()
-
-
-def pretraining_batch(batch: int, seq: int, predictions: int, vocab: int) -> dict:
-    """A batch of pretraining features (random ids, sorted masked positions, both NSP
-    labels), as arrays."""
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    positions = np.sort(np.stack([rng.choice(np.arange(1, seq - 1), predictions,
-                                             replace=False) for _ in range(batch)]), axis=1)
-    ids = rng.integers(1000, vocab, (batch, seq))
-    types = np.zeros((batch, seq))
-    types[:, seq // 2:] = 1
-    return {"input_word_ids": ids.astype("int32"), "input_mask": np.ones((batch, seq), "int32"),
-            "input_type_ids": types.astype("int32"),
-            "masked_lm_positions": positions.astype("int32"),
-            "masked_lm_ids": np.take_along_axis(ids, positions, 1).astype("int32"),
-            "masked_lm_weights": np.ones((batch, predictions), "float32"),
-            "next_sentence_labels": rng.integers(0, 2, (batch,)).astype("int32")}
-
-
-def time_pretraining(name: str, batch: int, args) -> dict:
-    """`model.fit` of BERT `name`'s pretraining step at `batch`: a warm-up fit of 2 steps
-    (tracing, compilation), then `args.steps` timed steps, as one fit."""
-    import keras
-    import numpy as np
-
-    from keras_bert import BertConfig, BertEncoder
-    from keras_bert.models import BertPretrainer
-    from keras_bert.training.optimizer import create_optimizer
-
-    layers, hidden, heads, intermediate, vocab = CONFIGS[name]
-    config = BertConfig(vocab_size=vocab, hidden_size=hidden, num_layers=layers,
-                        num_heads=heads, intermediate_size=intermediate,
-                        max_position_embeddings=512)
-    keras.utils.set_random_seed(0)
-    policy = None if args.precision == "float32" else args.precision
-    model = BertPretrainer(BertEncoder(config, dtype=policy))
-    model.compile(optimizer=create_optimizer(1e-4, total_steps=100_000, warmup_steps=1_000),
-                  jit_compile=args.jit_compile)
-    one = pretraining_batch(batch, SEQ, PREDICTIONS, vocab)
-    data = {k: np.concatenate([v] * args.steps) for k, v in one.items()}
-    start = time.perf_counter()
-    warm_up = model.fit({k: v[:2 * batch] for k, v in data.items()}, batch_size=batch,
-                        verbose=0, shuffle=False)
-    float(warm_up.history["loss"][-1])
-    compile_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    history = model.fit(data, batch_size=batch, verbose=0, shuffle=False)
-    last_loss = float(history.history["loss"][-1])  # the last step has finished
-    seconds = time.perf_counter() - start
-    per_second = batch * args.steps / seconds
-    flops = per_second * model_flops(layers, hidden, vocab, SEQ, PREDICTIONS) / 1e12
-    peak = device_peak(args.device, args.precision != "float32", args.peak)
-    del model
-    return {"model": name, "batch": batch, "sequences_per_s": per_second,
-            "model_tflops": flops, "mfu": None if peak is None else flops / peak,
-            "ms_per_step": 1000 * seconds / args.steps, "warm_up_s": compile_seconds,
-            "last_loss": last_loss}
 
 
 # ----- fine-tuning on ids -------------------------------------------------------------------
@@ -258,13 +175,23 @@ def parse_args(argv=None):
     check.add_argument("--train", type=int, default=4000)
     check.add_argument("--held-out", type=int, default=2000)
     check.add_argument("--quick", action="store_true", help="the data was prepared --quick")
+    traces = sub.add_parser("profile", help="the device time's shares in `run --profile` traces")
+    traces.add_argument("folder", help="what `run --profile` wrote (a folder per model)")
+    traces.add_argument("--json", help="also write the summaries here")
     for name in ("run", "quick"):
         run = sub.add_parser(name, help="measure" if name == "run" else
                              "prepare a tiny model and data, then measure it (CPU check)")
         run.add_argument("--data", default=".accelerator", help="what `prepare` wrote")
         run.add_argument("--models", default="base,large")
         run.add_argument("--batches", help="override BATCHES: comma-separated, largest first")
-        run.add_argument("--steps", type=int, default=20, help="timed steps per model")
+        run.add_argument("--steps", type=int, default=20, help="timed steps per row")
+        run.add_argument("--seqs", default="128,512", help="sequence lengths, comma-separated")
+        run.add_argument("--attention-dropout", default="0.0",
+                         help="comma-separated: a row each (0: the fused attention)")
+        run.add_argument("--float8", action="store_true", help="and a row with Keras' float8 "
+                         "training of the Dense layers, at the first seq")
+        run.add_argument("--profile", help="trace a few steps at the first seq into "
+                         "PROFILE/<model> (JAX) and summarise them")
         run.add_argument("--precision", default="mixed_bfloat16",
                          choices=("float32", "mixed_bfloat16", "mixed_float16"))
         run.add_argument("--finetune-precision", default="auto")
@@ -302,22 +229,57 @@ def measure(args) -> dict:
         result["jax"] = jax.__version__
     print(f"device: {args.device}; Keras {keras.__version__} on {result['backend']} "
           f"{result.get('jax', '')}; jit_compile {args.jit_compile}", flush=True)
-    models = [] if args.skip_pretraining else args.models.split(",")
-    for name in models:
-        batches = ([int(b) for b in args.batches.split(",")] if args.batches
-                   else BATCHES[name])
-        row = _part(args, lambda n=name, b=batches: _pretraining_row(n, b, args))
-        result["pretraining"].append({"model": name, **row})
-        _write(args, result)
-        _free()
+    for name in [] if args.skip_pretraining else args.models.split(","):
+        _model_rows(name, args, result)
     if not args.skip_finetuning:
         result["finetuning"] = _part(args, lambda: finetune(args))
         _write(args, result)
     return result
 
 
-def _pretraining_row(name: str, batches, args) -> dict:
-    batch, row = largest_fitting(batches, lambda b: time_pretraining(name, b, args))
+def _model_rows(name: str, args, result: dict) -> None:
+    """Model `name`'s rows, each written when measured: every seq x attention dropout; at the
+    first seq, the profile after the first row's timed fit and, with `--float8`, the float8
+    row (the first attention dropout, the batch that row fitted) after that seq's rows."""
+    seqs = [int(s) for s in args.seqs.split(",")]
+    dropouts = [float(d) for d in args.attention_dropout.split(",")]
+    for seq in seqs:
+        batches, reference = batches_at(name, seq, args), None
+        for dropout in dropouts:
+            profile = (os.path.join(args.profile, name)
+                       if args.profile and reference is None and seq == seqs[0] else None)
+            row = _part(args, partial(_pretraining_row, name, batches, args, seq, dropout,
+                                      profile))
+            reference = reference or row
+            _add_row(args, result, {"model": name, "seq": seq, "attention_dropout": dropout,
+                                    **row})
+        if args.float8 and seq == seqs[0]:
+            _add_row(args, result, {
+                "model": name, "seq": seq, "attention_dropout": dropouts[0],
+                "precision": f"float8/{args.precision}",
+                **_part(args, partial(_float8_row, name, reference, args, seq, dropouts[0]))})
+
+
+def _float8_row(name: str, reference: dict, args, seq: int, dropout: float) -> dict:
+    if not reference.get("batch"):
+        return {"note": "no bf16 row to compare"}
+    row = time_pretraining(name, reference["batch"], args, seq, dropout, float8=True)
+    return {**row, "bf16_last_loss": reference["last_loss"]}
+
+
+def _add_row(args, result: dict, row: dict) -> None:
+    result["pretraining"].append(row)
+    _write(args, result)
+    _free()
+
+
+def _pretraining_row(name: str, batches, args, seq: int, dropout: float,
+                     profile: str | None) -> dict:
+    def traced(model, data, batch):  # a failed profile must not lose the row's figures
+        return {"profile": _part(args, lambda: capture(model, data, batch, profile))}
+
+    batch, row = largest_fitting(batches, lambda b: time_pretraining(
+        name, b, args, seq, dropout, after=traced if profile else None))
     return row if row is not None else {"batch": None, "note": f"no batch of {batches} fits"}
 
 
@@ -346,14 +308,21 @@ def _write(args, result: dict) -> None:
 
 def report(result: dict, precision: str) -> str:
     """The tables bench/RESULTS.md records, one per part that ran (none for a skipped one)."""
-    rows = [[r["model"], SEQ, r.get("batch") or "-", precision,
+    rows = [[r.get("model", "-"), r.get("seq", SEQ), r.get("attention_dropout", "-"),
+             r.get("batch") or "-", r.get("precision", precision),
              f"{r['sequences_per_s']:.1f}" if "sequences_per_s" in r
              else r.get("note") or r.get("error", ""),
              f"{r.get('model_tflops', 0):.2f}",
              f"{100 * r['mfu']:.1f}%" if r.get("mfu") else "n/a",
-             f"{r.get('ms_per_step', 0):.1f}"] for r in result["pretraining"]]
-    parts = [common.markdown_table(["model", "seq", "batch", "precision", "sequences/s",
-                                    "model TFLOP/s", "MFU", "ms/step"], rows)] if rows else []
+             f"{r.get('ms_per_step', 0):.1f}", _loss(r)] for r in result["pretraining"]]
+    parts = [common.markdown_table(["model", "seq", "attention dropout", "batch", "precision",
+                                    "sequences/s", "model TFLOP/s", "MFU", "ms/step",
+                                    "last loss"], rows)] if rows else []
+    traced = {r["model"]: r["profile"] for r in result["pretraining"] if "profile" in r}
+    if any("shares" in p for p in traced.values()):
+        parts.append(profile_table({m: p for m, p in traced.items() if "shares" in p}))
+    parts += [f"profile of {m}: {p.get('note') or p.get('error')}"
+              for m, p in traced.items() if "shares" not in p]
     tune = result.get("finetuning")
     if tune and "error" in tune:
         parts.append(f"fine-tuning failed: {tune['error']}")
@@ -368,6 +337,15 @@ def report(result: dict, precision: str) -> str:
     return "\n\n".join(parts)
 
 
+def _loss(row: dict) -> str:
+    """The last step's loss; a float8 row's beside its bf16 row's."""
+    if "last_loss" not in row:
+        return "-"
+    if "bf16_last_loss" in row:
+        return f"{row['last_loss']:.4f} (bf16 {row['bf16_last_loss']:.4f})"
+    return f"{row['last_loss']:.4f}"
+
+
 def main(argv=None) -> dict | None:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["--quick"]:  # as every benchmark's smoke check is called (tests/test_bench.py)
@@ -378,13 +356,20 @@ def main(argv=None) -> dict | None:
         return None
     if args.command == "verify":
         return verify(args)
+    if args.command == "profile":
+        summaries = summarise_folders(args.folder)
+        print(profile_table(summaries))
+        _write(args, summaries)
+        return summaries
     if args.command == "quick":  # a tiny model and data of its own, in a folder it removes
         import tempfile
 
+        # The new paths too, kept short: a second seq of 64 (10 masked positions), float8,
+        # the profile and its summary.
         args.models, args.batches, args.steps, args.epochs = "tiny", "8", 2, 1
-        args.strict = True
+        args.seqs, args.float8, args.strict = "128,64", True, True
         with tempfile.TemporaryDirectory() as folder:
-            args.data = folder
+            args.data, args.profile = folder, os.path.join(folder, "profile")
             prepare(argparse.Namespace(out=folder, quick=True, wheels=False))
             result = measure(args)
     else:

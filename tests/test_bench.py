@@ -26,7 +26,13 @@ BENCHMARKS = {
     "beam_pipeline.py": r"\| direct-2 \| (?:[\d.]+ \| (?:[\d.]+x|n/a) \| -?[\d.]+|n/a \| n/a \| n/a) \|",
     "encoder_forward.py": r"\| tiny \| ours / HF torch \| [\d.]+x \|",
     "pretrain_step.py": r"\| ours / hf \| [\d.]+x \|",
-    "accelerator.py": r"\| tiny \| 128 \| 8 \| mixed_bfloat16 \| [\d.]+ \|(?s:.*)"
+    # Seq 128 in bf16 then float8 (its loss beside bf16's), seq 64, the profile's shares.
+    "accelerator.py": r"\| tiny \| 128 \| 0\.0 \| 8 \| mixed_bfloat16 \| [\d.]+ \|(?s:.*)"
+                      r"\| tiny \| 128 \| 0\.0 \| 8 \| float8/mixed_bfloat16 \| [\d.]+ \|"
+                      r".*\| [\d.]+ \(bf16 [\d.]+\) \|(?s:.*)"
+                      r"\| tiny \| 64 \| 0\.0 \| 8 \| mixed_bfloat16 \| [\d.]+ \|(?s:.*)"
+                      r"\| matrix products \| [\d.]+% \([\d.]+ ms\) \|(?s:.*)"
+                      r"\| optimizer \| separated \(HLO scopes\) \|(?s:.*)"
                       r"\| MiniLM, Rotten Tomatoes \| 64 / 32 \| 1 \| float32 \|",
     "finetune_step.py": r"\| ours / hf \| [\d.]+x \|",
     "preprocessing_cost.py": r"session: preprocessing adds -?[\d.]+% at batch 1",
@@ -38,6 +44,8 @@ BENCHMARKS = {
     "long_documents.py": r"\| ours_windows / hf_loop \(documents/s\) \| [\d.]+x \|",
     "long_document_defaults.py": r"(?m)^truncate +- +- +[\d.]+$(?s:.*)^windows +8 +mean +"
                                  r"[\d.]+$(?s:.*)^windows-text-loss +8 +mean +[\d.]+$",
+    "fit_speed.py": r"\| ours / ours_full \| [\d.]+x \| [+-][\d.]+ \|(?s:.*)"
+                    r"\| ours / torch_loop \| [\d.]+x \|(?s:.*)\| squad / squad_full \| [\d.]+x",
     "text_classifier_fit.py": r"defaults: ours [\d.]+x keras-hub's fit speed; accuracy "
                               r"[\d.]+ vs [\d.]+",
     "client_codec.py": r"\| 8 \| typed \| \d+ \| \d+ \| [\d.]+x \|",
@@ -52,7 +60,8 @@ BENCHMARKS = {
 
 # Modules the benchmarks import, not run by themselves (serving_precisions.py's int8 exports:
 # tests/test_bench_int8_exports.py).
-MODULES = ("accelerator_data.py", "common.py", "litert_spans.py", "serving_contenders.py",
+MODULES = ("accelerator_data.py", "accelerator_profile.py", "accelerator_step.py",
+           "accelerator_xplane.py", "common.py", "litert_spans.py", "serving_contenders.py",
            "serving_precisions.py", "serving_report.py")
 
 
@@ -86,14 +95,15 @@ def test_benchmarks_find_the_installed_vocab():
 ON_JAX = ("accelerator.py",)
 # keras-hub is a peer of these (`scripts/install.sh` installs it): without it they would drop
 # a contender, so it is required like the other references (a failure under CI).
-WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit.py")
+WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit.py", "fit_speed.py")
 
 
 # 30-165 s each in CI's durations logs.
 # Those with Hugging Face's torch models among their contenders.
 WITH_TORCH = ("encoder_forward.py", "pretrain_step.py", "finetune_step.py",
               "serving_latency.py", "serving_profile.py", "long_documents.py",
-              "litert_latency.py", "litert_xnnpack.py", "runtime_switch.py", "litert_breakdown.py")
+              "litert_latency.py", "litert_xnnpack.py", "runtime_switch.py", "litert_breakdown.py",
+              "fit_speed.py")
 
 
 @pytest.mark.slow
@@ -115,6 +125,8 @@ def test_quick_mode_runs_and_compares(script):
         require("apache_beam")
     if script in WITH_KERAS_HUB:
         require("keras_hub")
+    if script == "fit_speed.py":
+        require("accelerate")  # Hugging Face's Trainer
     if script == "tokenizer_speed.py":
         require("tokenizers")
     command = [sys.executable, os.path.join("bench", script), "--quick"]
