@@ -28,6 +28,7 @@ Contenders:
   `examples/squad.py`, with and without length-aware batches (entity F1, exact match).
 
     .venv/bin/python bench/fit_speed.py                  # one interleaved round, all contenders
+    .venv/bin/python bench/fit_speed.py --contenders ours,ours_no_attention_dropout
     .venv/bin/python bench/fit_speed.py --quick          # a tiny random model: smoke check
 """
 
@@ -56,6 +57,9 @@ CLASSIFIERS = ("ours", "ours_grouped", "ours_full", "torch_loop", "hf_trainer_gr
 ABLATIONS = ("ours_no_attention_dropout",)
 WINDOWED = ("tag", "tag_full", "squad", "squad_full")
 CONTENDERS = CLASSIFIERS + WINDOWED
+# The smoke check's: one of each path (ours cut and full, a torch peer, a windowed kind), so
+# that it stays within the bench test's time on a slow host.
+QUICK = ("ours", "ours_full", "torch_loop", "squad", "squad_full")
 TORCH = ("torch_loop", "hf_trainer_grouped")
 EPOCHS, BATCH = 2, 32
 
@@ -68,14 +72,15 @@ def parse_args(argv=None):
     p.add_argument("--squad-questions", type=int, default=300)
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--contenders", default=",".join(CONTENDERS),
-                   help=f"of {','.join(CONTENDERS + ABLATIONS)}")
+    p.add_argument("--contenders", help=f"of {','.join(CONTENDERS + ABLATIONS)} (default: "
+                   f"{','.join(CONTENDERS)}; --quick: {','.join(QUICK)})")
     p.add_argument("--quick", action="store_true",
                    help="a tiny random model on 64 embedded-corpus sentences (smoke check)")
     p.add_argument("--worker", help=argparse.SUPPRESS)  # one fit in this process
     p.add_argument("--root", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    args.contenders = args.contenders.split(",")
+    args.contenders = (args.contenders or ",".join(QUICK if args.quick else CONTENDERS)
+                       ).split(",")
     unknown = [c for c in args.contenders if c not in CONTENDERS + ABLATIONS]
     if unknown:
         p.error(f"unknown contenders {unknown}; choose from {','.join(CONTENDERS)}")
