@@ -98,6 +98,15 @@ def test_the_report_shows_seq_dropout_precision_float8_loss_and_the_profile():
     assert "| device busy over its span | 50% |" in lines
 
 
+def _interned(seen: dict, table, key: str) -> int:
+    """The id of `key` in a plane's metadata `table` (a new entry named `key` the first
+    time)."""
+    if key not in seen:
+        seen[key] = len(seen) + 1
+        table[seen[key]].name = key
+    return seen[key]
+
+
 def _space(planes):
     """A serialized XSpace: `planes` is [(name, lines, metadata)], lines [(line name,
     [(event name, offset ps, duration ps, {stat: value})])], metadata {event name: {stat:
@@ -107,21 +116,13 @@ def _space(planes):
     space = xplane_pb2.XSpace()
     for name, lines, metadata in planes:
         plane = space.planes.add(name=name)
-        ids = {}
+        stats_seen, events_seen = {}, {}
 
-        def stat_id(key, ids=ids, plane=plane):
-            if key not in ids:
-                ids[key] = len(ids) + 1
-                plane.stat_metadata[ids[key]].name = key
-            return ids[key]
+        def stat_id(key, seen=stats_seen, plane=plane):
+            return _interned(seen, plane.stat_metadata, key)
 
-        events = {}
-
-        def event_id(key, events=events, plane=plane):
-            if key not in events:
-                events[key] = len(events) + 1
-                plane.event_metadata[events[key]].name = key
-            return events[key]
+        def event_id(key, seen=events_seen, plane=plane):
+            return _interned(seen, plane.event_metadata, key)
 
         for key, stats in metadata.items():
             for stat, value in stats.items():
