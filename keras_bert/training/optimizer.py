@@ -9,6 +9,7 @@ import keras
 from keras_bert.config import OPTIMIZERS  # noqa: F401 - read here by its users too
 from keras_bert.training.backends import distribution_scope
 from keras_bert.training.dense_gradients import DenseGradients
+from keras_bert.training.fused_adam import FusedAdamUpdate
 from keras_bert.training.lamb import Lamb
 from keras_bert.training.schedules import WarmupPolynomialDecay
 
@@ -18,10 +19,11 @@ NO_DECAY = ("gamma", "beta", "bias")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class AdamW(DenseGradients, keras.optimizers.AdamW):
+class AdamW(DenseGradients, FusedAdamUpdate, keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` with embedding-lookup gradients summed per row before the
     clipping and the moments: Keras' own mishandles the repeated rows of a lookup's
-    `tf.IndexedSlices` (see `keras_bert.training.dense_gradients`)."""
+    `tf.IndexedSlices` (see `keras_bert.training.dense_gradients`); on TensorFlow, each
+    variable's update is one fused kernel (`keras_bert.training.fused_adam`)."""
 
 
 def build_optimizer(model: keras.Model) -> None:
