@@ -115,7 +115,8 @@ def machine_description() -> dict:
                 info[key.strip().lower().replace(" ", "_")] = value.strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    info["onednn_opts_env"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "<unset: on on x86>")
+    info["onednn_opts_env"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS",
+                                             "<unset: TensorFlow chooses by CPU>")
     return info
 
 

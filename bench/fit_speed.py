@@ -285,6 +285,11 @@ def worker(args, name: str) -> dict:
         fit = (fit_torch_loop(args, weights) if name == "torch_loop"
                else fit_hf_trainer(args, weights, args.root))
     else:
+        if name != "keras_hub":
+            # As a user's script does, keras_bert is imported before TensorFlow starts, so
+            # that its defaults hold (oneDNN on: keras_bert/__init__.py); keras-hub runs
+            # on TensorFlow's own (oneDNN off on an AVX2-only CPU).
+            import keras_bert  # noqa: F401
         if not args.quick:  # the quick mode's one process set them at its start
             common.configure_threads(args.threads)
         import keras
@@ -293,7 +298,15 @@ def worker(args, name: str) -> dict:
         fit = (fit_keras_hub(args, weights) if name == "keras_hub"
                else fit_windowed(args, weights, name) if name in WINDOWED
                else fit_ours(args, weights, name))
-    return {"seconds": fit[0], "score": float(fit[1])}
+    onednn = None if name in TORCH else _onednn_enabled()
+    return {"seconds": fit[0], "score": float(fit[1]), "onednn": onednn}
+
+
+def _onednn_enabled() -> bool:
+    """Whether TensorFlow runs its oneDNN kernels in this process."""
+    from tensorflow.python.util import _pywrap_util_port
+
+    return bool(_pywrap_util_port.IsMklEnabled())
 
 
 def run_worker(args, name: str, root: str) -> dict:
@@ -315,10 +328,13 @@ def run_worker(args, name: str, root: str) -> dict:
 def report(args, runs: dict, info: dict) -> None:
     median = {name: {k: statistics.median(r[k] for r in values) for k in ("seconds", "score")}
               for name, values in runs.items()}
-    rows = [[name, f"{m['seconds']:.1f}", f"{m['score']:.4f}"] for name, m in median.items()]
+    onednn = {name: {None: "-", True: "on", False: "off"}[values[0].get("onednn")]
+              for name, values in runs.items()}
+    rows = [[name, f"{m['seconds']:.1f}", f"{m['score']:.4f}", onednn[name]]
+            for name, m in median.items()]
     print(f"host: {common.host_line(info)}; {args.train} training / {args.held_out} held-out "
           f"snippets, {EPOCHS} epochs, batch {BATCH}, {args.rounds} round(s)")
-    print(common.markdown_table(["contender", "fit s", "held-out score"], rows))
+    print(common.markdown_table(["contender", "fit s", "held-out score", "TF oneDNN"], rows))
     pairs = [("ours", "ours_full"), ("ours_grouped", "ours_full"), ("ours", "torch_loop"),
              ("ours_grouped", "torch_loop"), ("ours", "hf_trainer_grouped"),
              ("ours_grouped", "hf_trainer_grouped"), ("ours", "keras_hub"),
