@@ -82,9 +82,9 @@ class Batching:
         object.__setattr__(self, "group_by_length", int(group))
 
     @classmethod
-    def of(cls, value) -> Batching:
-        """`value` as a `Batching` (None: the default)."""
-        return value if isinstance(value, cls) else cls() if value is None else cls(**value)
+    def of(cls, value: Batching | None) -> Batching:
+        """`value`, or the default where it is None."""
+        return cls() if value is None else value
 
     def buckets(self, seq_length: int, per_shape: bool | None = None) -> list[int]:
         """The lengths batches of rows packed at `seq_length` are cut to (`[seq_length]`:
@@ -107,11 +107,15 @@ class Batching:
                              f"sequence length {seq_length}")
         return list(self.length_buckets)
 
-    def resolved(self, seq_length: int, per_shape: bool) -> Batching:
-        """This batching with `"auto"` decided for a step that does (`per_shape`: the
-        export's buckets) or does not (`"longest"`) compile one program per shape."""
+    def resolved(self, seq_length: int, per_shape: bool, static: bool = False) -> Batching:
+        """This batching with `"auto"` decided: full-length batches where every batch must
+        have one shape (`static`: a TPU compiles one program), the export's buckets where
+        the step compiles one program per shape (`per_shape`: XLA, JAX), else cut to the
+        longest row. An explicit choice is kept."""
         if self.length_buckets != "auto":
             return self
+        if static:
+            return dataclasses.replace(self, length_buckets="full")
         return dataclasses.replace(self, length_buckets=tuple(length_buckets(seq_length))
                                    if per_shape else "longest")
 

@@ -41,11 +41,11 @@ def fit_rows(model, rows: list, *, batch_size: int, epochs: int, seed: int,
     # default length rule keeps every batch at the sequence length (not verified on a TPU
     # here; MirroredStrategy, one device and JAX keep every example).
     static = backends.static_batches(model)
-    batching = static_batching(Batching.of(batching)) if static else Batching.of(batching)
     jit_compile = (model.jit_compile if model.compiled
                    else model._compile_arguments.get("jit_compile"))
     seq_length = model.preprocessor.seq_length
-    batching = batching.resolved(seq_length, backends.compiles_per_shape(jit_compile))
+    batching = Batching.of(batching).resolved(
+        seq_length, backends.compiles_per_shape(jit_compile), static=static)
     batching.buckets(seq_length)  # a bad bucket list, before any work
     stream, count = model._stream(rows, batch_size, int(seed), drop_remainder=static,
                                   batching=batching)
@@ -73,14 +73,6 @@ def pair_of(validation_data) -> tuple:
     if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
         raise ValueError("validation_data is (texts, targets)")
     return tuple(validation_data)
-
-
-def static_batching(batching: Batching) -> Batching:
-    """`batching` for a device that compiles one batch shape (a TPU): the default length
-    rule becomes full-length batches; an explicit bucket list is kept."""
-    if batching.length_buckets == "auto":
-        return dataclasses.replace(batching, length_buckets="full")
-    return batching
 
 
 def fit_checkpoint(model, rows: list, directory: str, epochs: int, batch_size: int, seed: int,

@@ -58,6 +58,7 @@ def _counting(owner, method: str, counts: collections.Counter, shapes: dict, pha
 def run(out: str, xla: bool) -> dict:
     from keras_bert import FitSchedule, TextClassifier
     from keras_bert.tasks.batches import Batching
+    from keras_bert.training.backends import compiles_per_shape
     from tests.support.tiny_data import write_tiny_model_dir
 
     keras.utils.set_random_seed(0)
@@ -78,8 +79,9 @@ def run(out: str, xla: bool) -> dict:
             validation_data=held_out, group_by_length=2)
     clf.evaluate(*held_out, batch_size=BATCH)
     fed = {phase: sorted({tuple(s) for s in seen}) for phase, seen in shapes.items()}
-    stream, _ = clf._stream(clf._rows(texts, labels), BATCH, 5,
-                            batching=Batching(group_by_length=2))
+    # The stream `fit` trained on: "auto" decided for this model's step, as `fit` decides.
+    batching = Batching(group_by_length=2).resolved(SEQ, compiles_per_shape(clf.jit_compile))
+    stream, _ = clf._stream(clf._rows(texts, labels), BATCH, 5, batching=batching)
     fed_widths = sorted({int(x["input_word_ids"].shape[1]) for x, _ in stream.take(3 * 8)})
     result = {"backend": keras.backend.backend(), "traces": dict(counts), "traced": fed,
               "train_widths": fed_widths, "jit_compile": clf.jit_compile}

@@ -14,7 +14,6 @@ import pytest
 
 from keras_bert import FitSchedule, QuestionAnswerer, TextClassifier, TokenClassifier
 from keras_bert.tasks.batches import Batching
-from keras_bert.tasks.fitting import static_batching
 from keras_bert.training import backends
 from keras_bert.training.backends import XLA_BY_DEVICE, Devices, default_jit_compile
 
@@ -89,7 +88,7 @@ class _Shapes(keras.callbacks.Callback):
 @pytest.mark.parametrize("kind", ["tag", "squad"])
 def test_window_kinds_fit_in_static_batches_under_xla(kind, model_dir, tmp_path, monkeypatch):
     """Windows are rows at the sequence length: with the remainder dropped and full-length
-    batches (what `fit` uses under a TPUStrategy: `static_batching`) every batch has one
+    batches (what `fit` uses under a TPUStrategy: `Batching.resolved(..., static=True)`) every batch has one
     fully defined shape, and the XLA-compiled step trains on `count // batch`."""
     keras.utils.set_random_seed(0)
     if kind == "tag":
@@ -102,7 +101,7 @@ def test_window_kinds_fit_in_static_batches_under_xla(kind, model_dir, tmp_path,
         x, y = _squad_data(tmp_path, 21)
     rows = model._rows(x, y)
     stream, count = model._stream(rows, 4, seed=1, drop_remainder=True,
-                                  batching=static_batching(Batching()))
+                                  batching=Batching().resolved(SEQ, True, static=True))
     for spec in keras.tree.flatten(stream.element_spec):
         assert spec.shape.is_fully_defined() and spec.shape[0] == 4, spec
         if len(spec.shape) > 1:
