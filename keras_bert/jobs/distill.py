@@ -20,19 +20,16 @@ from keras_bert.jobs.options import option
 def forward_throughput(model, inputs: dict, repeats: int = 5) -> float:
     """Sequences per second of `model` in inference mode on the batch `inputs` (median).
 
-    The forward pass is one `tf.function` (traced and run once before timing).
+    The forward pass is Keras' compiled predict step (`predict_on_batch`: a `tf.function`
+    on TensorFlow, a jitted function on JAX), run once before timing.
     """
     import numpy as np
-    import tensorflow as tf
 
-
-    forward = tf.function(lambda batch: model(batch, training=False))
-    batch = {k: tf.constant(v) for k, v in inputs.items()}
-    tf.nest.map_structure(lambda t: t.numpy(), forward(batch))
+    model.predict_on_batch(inputs)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        tf.nest.map_structure(lambda t: t.numpy(), forward(batch))
+        model.predict_on_batch(inputs)
         times.append(time.perf_counter() - start)
     return len(next(iter(inputs.values()))) / float(np.median(times))
 
@@ -66,28 +63,6 @@ class DistillJob:
     verbose: int = option(1, cli=False)  # the command's --quiet: 0
 
 
-def teacher_targets_dataset(teacher, examples, preprocessor, labels, batch_size: int,
-                            seed: int):
-    """Shuffled batches of `(inputs, {"labels", "teacher_logits"})`.
-
-    The teacher runs once over the examples (inference mode, so its logits are the same
-    every epoch) instead of once per training step.
-    """
-    import tensorflow as tf
-
-    from keras_bert.tasks.text_classification import readers
-
-
-    ordered = readers.classification_dataset(examples, preprocessor, labels,
-                                             batch_size=batch_size)
-    logits = teacher.predict(ordered.map(lambda x, y: x), verbose=0).astype("float32")
-    ds = tf.data.Dataset.zip((ordered.unbatch(), tf.data.Dataset.from_tensor_slices(logits)))
-    ds = ds.map(lambda xy, t: (xy[0], {"labels": xy[1], "teacher_logits": t})).cache()
-    ds = ds.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True).batch(batch_size)
-    return ds.apply(tf.data.experimental.assert_cardinality(
-        math.ceil(len(examples) / batch_size)))
-
-
 def run_distillation(job: DistillJob) -> dict:
     """Distills `job.teacher` into a `job.student_preset` student; writes `job.out`.
 
@@ -97,10 +72,15 @@ def run_distillation(job: DistillJob) -> dict:
     """
     import keras
 
+    from keras_bert.tasks.batches import Batching
     from keras_bert.tasks.task_model import TextTaskModel
     from keras_bert.tasks.text_classification import readers
-    from keras_bert.tasks.text_classification.distillation import build_student
+    from keras_bert.tasks.text_classification.distillation import (
+        build_student,
+        teacher_targets_stream,
+    )
     from keras_bert.tasks.text_classification.model import TextClassifier
+    from keras_bert.training.backends import compiles_per_shape, default_jit_compile
     from keras_bert.training.json_output import write_json
     from keras_bert.training.plots import plot_history
 
@@ -123,15 +103,18 @@ def run_distillation(job: DistillJob) -> dict:
                      or teacher.preprocessor.max_length)
     preprocessor = teacher.preprocessor.with_length(seq_length)
     train = readers.read_examples(job.train, **_columns(job, config, teacher.labels))
-    train_ds = teacher_targets_dataset(teacher.network, train, preprocessor, teacher.labels,
-                                       job.batch_size, job.seed)
+    # The student's batches as a classifier's fit cuts them: to their rows' length.
+    reader = TextClassifier(teacher.network, preprocessor, teacher.labels, config)
+    batching = Batching().resolved(seq_length, compiles_per_shape(default_jit_compile()))
+    train_ds, count = teacher_targets_stream(reader, teacher.network, train, job.batch_size,
+                                             job.seed, batching)
     student = build_student(teacher.network.encoder.config, job.student_preset,
                             len(teacher.labels), seq_length)
-    logs = _distill(job, teacher.network, student, train_ds, len(train))
+    logs = _distill(job, teacher.network, student, train_ds, count)
     result = {"temperature": job.temperature, "alpha": job.alpha,
               "student_preset": job.student_preset, "seq_length": seq_length,
               "train_examples": len(train), "epochs": job.epochs,
-              **_compare(job, teacher, student, preprocessor, config, train_ds)}
+              **_compare(job, teacher, student, preprocessor, config, train)}
     TextClassifier(student, preprocessor, teacher.labels, config).save(
         os.path.join(job.out, "model"), metadata={
             "distilled_from": os.path.abspath(job.teacher), "student_preset": job.student_preset,
@@ -159,16 +142,17 @@ def _distill(job: DistillJob, teacher, student, train_ds, examples: int) -> dict
 
 
     distiller = Distiller(teacher, student, job.temperature, job.alpha)
-    total_steps = math.ceil(examples / job.batch_size) * job.epochs
+    total_steps = math.ceil(examples / job.batch_size) * job.epochs  # `examples`: windows too
     distiller.compile(optimizer=create_optimizer(job.learning_rate, total_steps,
                                                  int(job.warmup_fraction * total_steps)),
                       jit_compile=default_jit_compile())
     build_optimizer(distiller)
-    history = distiller.fit(train_ds, epochs=job.epochs, verbose=job.verbose, shuffle=False)
+    history = distiller.fit(train_ds, epochs=job.epochs, verbose=job.verbose,
+                            steps_per_epoch=math.ceil(examples / job.batch_size))
     return {k: [float(v) for v in values] for k, values in history.history.items()}
 
 
-def _compare(job: DistillJob, teacher, student, preprocessor, config, train_ds) -> dict:
+def _compare(job: DistillJob, teacher, student, preprocessor, config, train) -> dict:
     """Teacher and student side by side: parameters, eval accuracy (with `job.eval`) and
     forward speed on one batch, and the student's speedup."""
     import numpy as np
@@ -179,7 +163,7 @@ def _compare(job: DistillJob, teacher, student, preprocessor, config, train_ds) 
     result = {"teacher": {"parameters": int(teacher.network.count_params())},
               "student": {"parameters": int(student.count_params())}}
     networks = (("teacher", teacher.network), ("student", student))
-    speed_inputs = None
+    speed_rows = train
     if job.eval:
         evaluation = readers.read_examples(job.eval, **_columns(job, config, teacher.labels))
         inputs_ds = readers.classification_dataset(
@@ -190,9 +174,11 @@ def _compare(job: DistillJob, teacher, student, preprocessor, config, train_ds) 
             predicted = np.argmax(model.predict(inputs_ds, verbose=0), axis=-1)
             result[name]["accuracy"] = float(np.mean(predicted == gold))
         result["eval_examples"] = len(evaluation)
-        speed_inputs = _speed_batch(inputs_ds, job.speed_batch_size)
-    if speed_inputs is None:
-        speed_inputs = _speed_batch(train_ds.map(lambda x, y: x), job.speed_batch_size)
+        speed_rows = evaluation
+    # Both at the full sequence length, the shape a served batch of long texts has.
+    speed_inputs = _first_batch(readers.classification_dataset(
+        speed_rows[:job.speed_batch_size], preprocessor, teacher.labels,
+        batch_size=job.speed_batch_size).map(lambda x, y: x))
     for name, model in networks:
         result[name]["sequences_per_second"] = forward_throughput(model, speed_inputs)
     result["speed_batch"] = [int(d) for d in speed_inputs["input_word_ids"].shape]
@@ -201,10 +187,9 @@ def _compare(job: DistillJob, teacher, student, preprocessor, config, train_ds) 
     return result
 
 
-def _speed_batch(inputs_ds, batch_size: int) -> dict:
-    """One full batch (or all there is) of `batch_size` sequences as NumPy arrays."""
-    batches = [b for b in inputs_ds.unbatch().batch(batch_size).take(1)]
-    return {k: v.numpy() for k, v in batches[0].items()}
+def _first_batch(inputs_ds) -> dict:
+    """The first batch of `inputs_ds` as NumPy arrays."""
+    return {k: v.numpy() for k, v in next(iter(inputs_ds)).items()}
 
 
 def format_comparison(result: dict) -> str:
@@ -220,5 +205,4 @@ def format_comparison(result: dict) -> str:
     return "\n".join(rows)
 
 
-__all__ = ["DistillJob", "format_comparison", "forward_throughput", "run_distillation",
-           "teacher_targets_dataset"]
+__all__ = ["DistillJob", "format_comparison", "forward_throughput", "run_distillation"]

@@ -4,21 +4,32 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
 import pytest
 
-from keras_bert import BertConfig, BertEncoder
+from keras_bert import BertConfig, BertEncoder, TextClassifier
 from keras_bert.checkpoints.model_dir import load_model_dir
 from keras_bert.jobs.distill import forward_throughput
+from keras_bert.tasks.batches import Batching, length_buckets
 from keras_bert.tasks.task_model import TextTaskModel
-from keras_bert.tasks.text_classification.distillation import Distiller, distillation_loss
+from keras_bert.tasks.text_classification.distillation import (
+    Distiller,
+    distillation_loss,
+    teacher_targets_stream,
+)
 from keras_bert.tasks.text_classification.network import BertClassifier
 from tests.conftest import TINY_CONFIG_KWARGS
 from tests.export.helpers import task_model
 from tests.jobs.test_finetune import _classify_files, _run
 from tests.support.callbacks import StepLosses
+from tests.support.step_shapes import _texts
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _numpy_loss(labels, student, teacher, t, alpha):
@@ -88,15 +99,52 @@ def test_distiller_loss_uses_the_teacher_and_the_student_learns(rng):
     assert forward_throughput(student, x, repeats=2) > 0
 
 
-@pytest.mark.slow
-def test_distill_cli_compares_teacher_and_student(model_dir, tmp_path, rng,  # noqa: F811
-                                                  capsys):
-    train, evaluation = _classify_files(tmp_path, rng)
+def test_the_students_batches_are_cut_to_their_length_with_the_teachers_logits(model_dir):
+    """The independent reference: the teacher network on the full-length features of the
+    same rows. Every batch is cut to the first length bucket that holds its longest row,
+    one epoch holds every example once, and each example's teacher logits are the
+    teacher's answer to it."""
+    seq = 64
+    reader = TextClassifier.from_pretrained(model_dir, labels=["long", "short"],
+                                            seq_length=seq, precision="float32")
+    texts, labels = _texts(40, seed=3)
+    rows = reader._rows(texts, labels)
+    buckets = length_buckets(seq)
+    stream, count = teacher_targets_stream(reader, reader.network, rows, 8, seed=1,
+                                           batching=Batching(length_buckets=buckets))
+    features, _ = reader._examples(rows)
+    full = np.asarray(reader.network.predict(features, verbose=0))
+    index = {row.tobytes(): i for i, row in enumerate(features["input_word_ids"])}
+    seen, widths = [], set()
+    for x, y in stream.take(count // 8):
+        ids = x["input_word_ids"].numpy()
+        longest = int(x["input_mask"].numpy().sum(axis=1).max())
+        assert ids.shape[1] == min(b for b in buckets if b >= longest)
+        widths.add(ids.shape[1])
+        padded = np.pad(ids, ((0, 0), (0, seq - ids.shape[1])))
+        rows_in = [index[row.tobytes()] for row in padded]  # equal texts: equal logits
+        np.testing.assert_allclose(y["teacher_logits"].numpy(), full[rows_in], atol=1e-5)
+        seen += [row.tobytes() for row in padded]
+    everything = [row.tobytes() for row in features["input_word_ids"]]
+    assert sorted(seen) == sorted(everything) and count == len(rows)
+    assert len(widths) > 1 and max(widths) <= seq
+
+
+def _teacher(model_dir, tmp_path):
+    """A classify model directory (seq 24) on the tiny BERT: the teacher."""
     source = load_model_dir(model_dir)
     teacher_dir = tmp_path / "teacher"
     task_model({"kind": "classify", "seq_length": 24, "text_column": "text",
                 "pooling": "pooled"}, source.load_encoder(), source.preprocessor(),
                ["other", "whale"]).save(str(teacher_dir))
+    return teacher_dir
+
+
+@pytest.mark.slow
+def test_distill_cli_compares_teacher_and_student(model_dir, tmp_path, rng,  # noqa: F811
+                                                  capsys):
+    train, evaluation = _classify_files(tmp_path, rng)
+    teacher_dir = _teacher(model_dir, tmp_path)
     out = tmp_path / "distilled"
     code, stdout, err = _run(["distill", "--teacher", str(teacher_dir), "--student-preset",
                               "tiny", "--train", train, "--eval", evaluation, "--out", str(out),
@@ -148,3 +196,23 @@ def test_distillation_steps_compile_with_xla(rng):
         losses[jit] = np.array(steps.losses)
     assert losses[True].shape == (4,) and not np.allclose(losses[False], losses[False][0])
     np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.needs_jax
+def test_distill_runs_on_jax(model_dir, tmp_path, rng):
+    """`keras-bert distill` under Keras' JAX backend trains, measures and saves a student
+    that TensorFlow loads."""
+    train, evaluation = _classify_files(tmp_path, rng)
+    teacher_dir, out = _teacher(model_dir, tmp_path), tmp_path / "distilled"
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "keras_bert.cli", "distill", "--teacher", str(teacher_dir),
+         "--train", train, "--eval", evaluation, "--out", str(out), "--epochs", "1",
+         "--batch-size", "16", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert all(metrics[name]["sequences_per_second"] > 0 for name in ("teacher", "student"))
+    student = TextTaskModel.load(str(out / "model"))
+    assert student.predict(["a whale"])["probabilities"].shape == (1, 2)

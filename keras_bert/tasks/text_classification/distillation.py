@@ -19,6 +19,7 @@ from keras import ops
 
 from keras_bert.config import BertConfig
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.tasks.batches import examples_dataset
 from keras_bert.tasks.text_classification.network import BertClassifier
 
 
@@ -107,3 +108,20 @@ def build_student(teacher_config: BertConfig, preset: str, num_classes: int,
         max_position_embeddings=max(seq_length, min(512,
                                                     teacher_config.max_position_embeddings)))
     return BertClassifier(BertEncoder(config), num_classes)
+
+
+def teacher_targets_stream(reader, teacher, rows: list, batch_size: int, seed: int,
+                           batching) -> tuple:
+    """Endless shuffled epochs of `(inputs, {"labels", "teacher_logits"})` batches of
+    `rows` and the examples they hold, batched as a classifier's `fit` batches them
+    (`batching`: each batch cut to its rows' length; `keras_bert.tasks.batches`).
+
+    `reader`: the `TextClassifier` whose packing the student learns from (its preprocessor
+    and reading of long texts). `teacher` (a network) runs once over the examples, in
+    inference mode, so its logits are the same every epoch.
+    """
+    features, labels = reader._examples(rows)
+    in_order = examples_dataset(features, labels, batch_size, batching=batching)
+    logits = teacher.predict(in_order.map(lambda x, y: x), verbose=0)
+    targets = {"labels": labels, "teacher_logits": ops.convert_to_numpy(logits)}
+    return examples_dataset(features, targets, batch_size, seed, batching=batching), len(labels)

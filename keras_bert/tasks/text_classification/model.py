@@ -129,6 +129,13 @@ class SentenceModel(TextTaskModel):
         or, read in windows, one per window, each carrying its text's target. The rows
         are packed once, up front (not again each epoch), so that each batch can be cut
         to its rows' length (`Batching`)."""
+        features, targets = self._examples(rows)
+        return examples_dataset(features, targets, batch_size, seed, drop_remainder,
+                                batching), len(targets)
+
+    def _examples(self, rows) -> tuple[dict, np.ndarray]:
+        """`(features, targets)` of `rows`, packed: `[examples, seq_length]` arrays and one
+        target per example (per window where the reading has windows)."""
         targets = np.asarray(self._targets(rows))
         pair = readers.are_pairs(rows)
         reading = self.config.reading
@@ -144,8 +151,7 @@ class SentenceModel(TextTaskModel):
         features = featurise_in_chunks(rows, FEATURE_CHUNK, featurise)
         if reading.windowed:
             targets = targets[np.repeat(np.arange(len(rows)), features.pop("num_windows"))]
-        return examples_dataset(features, targets, batch_size, seed, drop_remainder,
-                                batching), len(targets)
+        return features, targets
 
     def _score(self, rows, batch_size, train=None) -> dict:
         """The kind's metrics on the network's logits: one packed row per text, or, read in
