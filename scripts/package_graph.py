@@ -6,7 +6,7 @@
 
 The one import-graph walker of the repository: `tests/test_imports.py` checks with it that
 docs/layout.md holds the table of this checkout and that `keras_bert`'s packages and modules
-import each other without a cycle; `tests/bench/test_bench_imports.py` that `bench/` has no
+import each other without a cycle; `tests/bench/test_layout.py` that `bench/` has no
 cycle and no benchmark imports another.
 """
 

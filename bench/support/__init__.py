@@ -1,5 +1,5 @@
 """What the benchmarks in `bench/` share; none of it is run by itself. A benchmark imports
-these, never another benchmark (`tests/bench/test_bench_imports.py`).
+these, never another benchmark (`tests/bench/test_layout.py`).
 
 * `common`: the shared setup (import it first: thread pools, the standard library's
   `tokenize` unshadowed), host description, interleaved timing, tables, ONNX Runtime, a

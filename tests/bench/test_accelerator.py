@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.reference import require
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_weights_travel_in_files_under_the_limit_and_come_back_equal(tmp_path, monkeypatch):
