@@ -2,8 +2,8 @@
 utilisation) and a MiniLM fine-tuning run with its held-out accuracy, on any Keras backend,
 from token ids, so that it runs on an accelerator image without TensorFlow (JAX alone).
 
-Three steps (`bench/accelerator_data.py` holds what travels and what comes back,
-`bench/accelerator_step.py` a pretraining row, its model FLOPs and MFU):
+Three steps (`bench/support/accelerator_data.py` holds what travels and what comes back,
+`bench/support/accelerator_step.py` a pretraining row, its model FLOPs and MFU):
 
 * `prepare DIR` (a machine with TensorFlow and TF Text): the Rotten Tomatoes ids, MiniLM's
   encoder as float16 arrays and, with `--wheels`, the wheels the GPU image lacks.
@@ -15,14 +15,14 @@ Three steps (`bench/accelerator_data.py` holds what travels and what comes back,
   128; tried largest first, an out-of-memory error tries the next), `model.fit` of
   `BertPretrainer` + BERT's AdamW on a static batch in `--precision` (default
   mixed_bfloat16): a warm-up fit (compilation) then a timed one of `--steps` steps. At the
-  first seq, `--profile DIR` traces a few more steps of that fit (`bench/accelerator_profile.py`:
-  the device time's shares), and `--float8` times the same model, seed, batch and steps with
-  its Dense layers quantized for Keras' float8 training, its last loss beside the bf16 row's.
-  Then the fine-tuning: a classifier on MiniLM, `FitSchedule`'s AdamW,
-  `--epochs` over the training ids, accuracy on the held-out ids. A part that fails is
-  recorded with its error and the run goes on (one call is all a lent machine gives);
-  `--json` is rewritten after each part. `--answers OUT` also writes the fine-tuned weights
-  and held-out logits.
+  first seq, `--profile DIR` traces a few more steps of that fit
+  (`bench/support/accelerator_profile.py`: the device time's shares), and `--float8` times
+  the same model, seed, batch and steps with its Dense layers quantized for Keras' float8
+  training, its last loss beside the bf16 row's. Then the fine-tuning: a classifier on
+  MiniLM, `FitSchedule`'s AdamW, `--epochs` over the training ids, accuracy on the held-out
+  ids. A part that fails is recorded with its error and the run goes on (one call is all a
+  lent machine gives); `--json` is rewritten after each part. `--answers OUT` also writes
+  the fine-tuned weights and held-out logits.
 * `verify --answers OUT` (back here, with TensorFlow): the TF SavedModel export of those
   weights, loaded as TF Serving loads it, answers the held-out texts as the GPU did.
 
@@ -46,8 +46,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402  (no TensorFlow: runs on a JAX-only image)
-from bench.accelerator_data import (  # noqa: E402
+from bench.support import common  # noqa: E402  (no TensorFlow: runs on a JAX-only image)
+from bench.support.accelerator_data import (  # noqa: E402
     ENCODER,
     IDS,
     LABELS,
@@ -56,12 +56,12 @@ from bench.accelerator_data import (  # noqa: E402
     save_answers,
     verify,
 )
-from bench.accelerator_profile import (  # noqa: E402
+from bench.support.accelerator_profile import (  # noqa: E402
     capture,
     profile_table,
     summarise_folders,
 )
-from bench.accelerator_step import SEQ, batches_at, time_pretraining  # noqa: E402
+from bench.support.accelerator_step import SEQ, batches_at, time_pretraining  # noqa: E402
 
 
 def device_name() -> str:
@@ -348,7 +348,7 @@ def _loss(row: dict) -> str:
 
 def main(argv=None) -> dict | None:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["--quick"]:  # as every benchmark's smoke check is called (tests/test_bench.py)
+    if argv[:1] == ["--quick"]:  # as every benchmark's smoke check is called (tests/bench/test_benchmarks.py)
         argv = ["quick", *argv[1:]]
     args = parse_args(argv)
     if args.command == "prepare":

@@ -31,7 +31,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import host_line, load_average, machine_description, markdown_table  # noqa: E402
+from bench.support.common import (  # noqa: E402
+    host_line,
+    load_average,
+    machine_description,
+    markdown_table,
+)
 
 BERT_WORDS = 3.3e9  # BooksCorpus (800M) + English Wikipedia (2,500M), Devlin et al. 2018
 RESULT = re.compile(r"wrote (\d+) examples of (\d+) documents")

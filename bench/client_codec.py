@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402  (sets up the thread pools before TF starts)
+from bench.support import common  # noqa: E402  (sets up the thread pools before TF starts)
 
 
 def _response(tf, predict_pb2, n: int, typed: bool) -> bytes:

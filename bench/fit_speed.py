@@ -46,7 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402  (sets up the thread pools before TF starts)
+from bench.support import common  # noqa: E402  (sets up the thread pools before TF starts)
 
 LABELS = ["fresh", "rotten"]
 CLASSIFIERS = ("ours", "ours_grouped", "ours_full", "torch_loop", "hf_trainer_grouped",

@@ -18,7 +18,7 @@ litert_tagger.py`; `--task squad`: span QA's, `question_answering/litert_answere
 
 Every file is called as `LiteRTModel` calls it (`litert_runtime.SignatureCall`, `--threads`
 threads), contenders by turns of 20 calls after 10 untimed ones, medians. The model is
-all-MiniLM-L6-v2 with a random head (`bench/litert_spans.py`), `--quantize` int8 or none.
+all-MiniLM-L6-v2 with a random head (`bench/support/litert_spans.py`), `--quantize` int8 or none.
 
     .venv/bin/python bench/litert_breakdown.py --task tag --threads 2
     .venv/bin/python bench/litert_breakdown.py --task squad --threads 2
@@ -35,9 +35,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
-from bench import serving_latency as serving  # noqa: E402
-from bench.litert_spans import QUESTIONS, SPAN_LENGTH, write_hf_head  # noqa: E402
+from bench.support import common  # noqa: E402
+from bench.support.litert_spans import QUESTIONS, SPAN_LENGTH, write_hf_head  # noqa: E402
+from bench.support.texts import texts_of_length  # noqa: E402
 
 STEPS = ("text steps", "+ network", "+ span decoding", "serving_default")
 
@@ -116,7 +116,7 @@ def rows(args, root: str) -> dict:
     hf_dir = write_hf_head(model_name, root, args.task)
     model = TextTaskModel.load(convert(hf_dir, os.path.join(root, "ours"), lower_case=True).path)
     graph = model._in_precision("float32")._serving_functions(None, SPAN_LENGTH).litert_graph()
-    texts = serving.texts_of_length(os.path.join(hf_dir, "vocab.txt"), args.length, 200)
+    texts = texts_of_length(os.path.join(hf_dir, "vocab.txt"), args.length, 200)
     names = graph.text_inputs
     requests = [dict(zip(names, [np.array([t.encode()], object) for t in (
         (t,) if args.task == "tag" else (QUESTIONS[i % len(QUESTIONS)], t))], strict=True))

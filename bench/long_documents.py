@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402  (sets up the thread pools before TF/torch start)
+from bench.support import common  # noqa: E402  (sets up the thread pools before TF/torch start)
 
 REPO = Path(__file__).resolve().parents[1]
 

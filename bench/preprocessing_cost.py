@@ -40,12 +40,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402  (sets up the thread pools before TF starts)
+from bench.support import common, sizes  # noqa: E402  (common: before TF start)
 
 REPO = Path(__file__).resolve().parents[1]
 SEQ_LENGTH = 128
-SIZES = {"minilm-l6": dict(hidden_size=384, num_layers=6, num_heads=12, intermediate_size=1536),
-         "tiny": dict(hidden_size=128, num_layers=2, num_heads=2, intermediate_size=512)}
+SIZES = ("minilm-l6", "tiny")  # of `sizes.NAMED`
 
 
 def parse_args(argv=None):
@@ -98,15 +97,15 @@ def build_export(root: str, size: str) -> tuple[str, str]:
     """A random classifier of `size` as a model dir, exported with a static length of 128."""
     import keras
 
-    from keras_bert import BertConfig, BertEncoder, TextClassifier
+    from keras_bert import BertEncoder, TextClassifier
     from keras_bert.tasks.labels import LabelVocab
     from keras_bert.text import BertPreprocessor, BertTokenizer
 
     keras.utils.set_random_seed(0)
     vocab = vocab_file()
     tokenizer = BertTokenizer(vocab)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=512,
-                        **SIZES[size])
+    config = sizes.NAMED[size].replace(vocab_size=tokenizer.vocab_size,
+                                       max_position_embeddings=512)
     labels = LabelVocab(["negative", "positive"])
     config_ = TextClassifier.config_class()
     model = TextClassifier(TextClassifier._build_network(BertEncoder(config), config_, labels),

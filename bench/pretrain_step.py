@@ -47,13 +47,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402  (sets up the thread pools before TF/torch start)
+from bench.support import common, sizes  # noqa: E402  (common: before TF/torch start)
 
-CONFIGS = {
-    # name: (num_layers, hidden_size, num_heads, intermediate_size, vocab_size)
-    "minilm-l6": (6, 384, 12, 1536, 30522),
-    "tiny": (2, 64, 4, 256, 1000),  # --quick
-}
+# name: (num_layers, hidden_size, num_heads, intermediate_size, vocab_size); tiny: --quick
+CONFIGS = sizes.table("minilm-l6", tiny=sizes.QUICK)
 ALL_CONTENDERS = ("ours", "ours_bf16", "hf", "hf_masked", "keras_hub")
 LEARNING_RATE = 1e-4
 

@@ -12,7 +12,7 @@ What is timed (embedded corpus, uncased 30522-id vocabulary, seq 128, 20 predict
    whole-word masking off and on. Each timed pass builds a fresh iterator: its **start-up**
    (until the first batch, which includes the first epoch's NSP pairing) is reported apart
    from the **steady state** (the examples after the first batch / the time after it).
-   Configurations are timed round-robin (`bench/common.interleaved`).
+   Configurations are timed round-robin (`bench/support/common.interleaved`).
 3. **Where the time goes** (one configuration at a time, not interleaved): the conversion
    of the token documents to int lists (`as_int_documents`, once per corpus),
    `create_nsp_examples` alone (Python, one epoch), the flattening of an epoch into five
@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402  (sets up the thread pools before TF/torch start)
+from bench.support import common  # noqa: E402  (sets up the thread pools before TF/torch start)
 
 
 def parse_args(argv=None):

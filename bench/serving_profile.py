@@ -33,12 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
-from bench.serving_latency import (  # noqa: E402
-    texts_of_length,
-    write_export,
-    write_hf_model,
-)
+from bench.support import common  # noqa: E402
+from bench.support.hf_models import write_export, write_hf_model  # noqa: E402
+from bench.support.texts import texts_of_length  # noqa: E402
 
 
 def parse_args(argv=None):

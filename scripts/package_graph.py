@@ -4,7 +4,10 @@
     python scripts/package_graph.py [REPO]     # the table for the checkout at REPO (default .)
     python scripts/package_graph.py --write    # ... written into docs/layout.md
 
-`tests/test_imports.py` checks that docs/layout.md holds the table of this checkout.
+The one import-graph walker of the repository: `tests/test_imports.py` checks with it that
+docs/layout.md holds the table of this checkout and that `keras_bert`'s packages and modules
+import each other without a cycle; `tests/bench/test_layout.py` that `bench/` has no
+cycle and no benchmark imports another.
 """
 
 from __future__ import annotations
@@ -14,33 +17,86 @@ import os
 import sys
 
 
+def module_files(repo: str, folder: str) -> dict[str, str]:
+    """`{dotted module name: path}` of every `.py` file under `repo/folder` (a package's
+    `__init__.py` named as the package)."""
+    modules = {}
+    for root, _, files in os.walk(os.path.join(repo, folder)):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                dotted = os.path.relpath(path, repo)[:-3].replace(os.sep, ".")
+                modules[dotted.removesuffix(".__init__")] = path
+    return modules
+
+
+def imported(path: str, modules=()) -> set[str]:
+    """The dotted names the imports of the module at `path` name, those inside functions
+    too: `import a.b` names `a.b`; `from a import b` names `a.b` where that is one of
+    `modules`, else `a`."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.update(f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}"
+                         in modules else node.module for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def module_edges(repo: str, folder: str, bare: bool = False) -> dict[str, set[str]]:
+    """`{module: the modules under folder it imports}` for every module under `repo/folder`.
+    `bare`: `import x` also counts as `folder.x` (a script run as `python folder/s.py` has
+    its folder first on the import path)."""
+    modules = module_files(repo, folder)
+    edges: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        names = imported(path, modules)
+        if bare:
+            names |= {f"{folder}.{n}" for n in names if f"{folder}.{n}" in modules}
+        edges[module] = {n for n in names if n in modules and n != module}
+    return edges
+
+
 def package_edges(repo: str) -> dict[str, set[str]]:
     """`{package: packages of keras_bert it imports}`; a top-level module is its own
     package."""
     edges: dict[str, set[str]] = {}
     source = os.path.join(repo, "keras_bert")
-    for root, _, files in os.walk(source):
-        for name in files:
-            if not name.endswith(".py"):
-                continue
-            path = os.path.join(root, name)
-            package = os.path.relpath(path, source).split(os.sep)[0].removesuffix(".py")
-            if package == "__init__":
-                continue
-            edges.setdefault(package, set())
-            with open(path, encoding="utf-8") as f:
-                tree = ast.parse(f.read())
-            for node in ast.walk(tree):
-                modules = []
-                if isinstance(node, ast.ImportFrom) and node.module:
-                    modules = [node.module]
-                elif isinstance(node, ast.Import):
-                    modules = [alias.name for alias in node.names]
-                for module in modules:
-                    parts = module.split(".")
-                    if parts[0] == "keras_bert" and len(parts) > 1 and parts[1] != package:
-                        edges[package].add(parts[1])
+    for path in module_files(repo, "keras_bert").values():
+        package = os.path.relpath(path, source).split(os.sep)[0].removesuffix(".py")
+        if package == "__init__":
+            continue
+        edges.setdefault(package, set())
+        for name in imported(path):
+            parts = name.split(".")
+            if parts[0] == "keras_bert" and len(parts) > 1 and parts[1] != package:
+                edges[package].add(parts[1])
     return edges
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str]:
+    """The first import cycle in `edges` (depth-first from each node, by name), as the path
+    that closes it (`[a, b, a]`); `[]` when there is none."""
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str]:
+        if node in path:
+            return [*path[path.index(node):], node]
+        if node in done:
+            return []
+        for target in sorted(edges.get(node, ())):
+            if found := visit(target, [*path, node]):
+                return found
+        done.add(node)
+        return []
+
+    for node in sorted(edges):
+        if found := visit(node, []):
+            return found
+    return []
 
 
 def bottom_up(edges: dict[str, set[str]]) -> list[str]:

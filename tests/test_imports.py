@@ -113,48 +113,27 @@ def test_module_names_say_what_they_are_once():
     assert shared == {}
 
 
+def _graph():
+    """`scripts/package_graph.py`, the repository's one import-graph walker."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "package_graph", os.path.join(REPO, "scripts", "package_graph.py"))
+    graph = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(graph)
+    return graph
+
+
 def _package_imports() -> dict[str, set[str]]:
     """`{package: packages it imports}` over every `keras_bert` import in the source (those
     inside functions too); a top-level module counts as its own package."""
-    import ast
-
-    edges: dict[str, set[str]] = {}
-    source = os.path.join(REPO, "keras_bert")
-    for root, _, files in os.walk(source):
-        for name in files:
-            if not name.endswith(".py"):
-                continue
-            path = os.path.join(root, name)
-            package = os.path.relpath(path, source).split(os.sep)[0].removesuffix(".py")
-            with open(path, encoding="utf-8") as f:
-                tree = ast.parse(f.read())
-            for node in ast.walk(tree):
-                modules = []
-                if isinstance(node, ast.ImportFrom) and node.module:
-                    modules = [node.module]
-                elif isinstance(node, ast.Import):
-                    modules = [alias.name for alias in node.names]
-                for module in modules:
-                    parts = module.split(".")
-                    if parts[0] == "keras_bert" and len(parts) > 1 and parts[1] != package:
-                        edges.setdefault(package, set()).add(parts[1])
-    return edges
+    return _graph().package_edges(REPO)
 
 
 def assert_acyclic(edges: dict[str, set[str]]) -> None:
     """Fails naming the first import cycle in `edges` (depth-first from each node)."""
-    done: set[str] = set()
-
-    def visit(node: str, path: list[str]):
-        assert node not in path, f"import cycle: {' -> '.join([*path, node])}"
-        if node in done:
-            return
-        for target in sorted(edges.get(node, ())):
-            visit(target, [*path, node])
-        done.add(node)
-
-    for node in sorted(edges):
-        visit(node, [])
+    cycle = _graph().find_cycle(edges)
+    assert not cycle, f"import cycle: {' -> '.join(cycle)}"
 
 
 def test_packages_import_each_other_without_cycles():
@@ -171,30 +150,7 @@ def test_packages_import_each_other_without_cycles():
 def _module_imports() -> dict[str, set[str]]:
     """`{module: keras_bert modules it imports}`, imports inside functions included; `from
     PACKAGE import NAME` counts as importing `PACKAGE.NAME` when that is a module."""
-    import ast
-
-    source = os.path.join(REPO, "keras_bert")
-    modules = {}
-    for root, _, files in os.walk(source):
-        for name in files:
-            if name.endswith(".py"):
-                path = os.path.join(root, name)
-                dotted = os.path.relpath(path, REPO)[:-3].replace(os.sep, ".")
-                modules[dotted.removesuffix(".__init__")] = path
-    edges: dict[str, set[str]] = {}
-    for module, path in modules.items():
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-        for node in ast.walk(tree):
-            targets = []
-            if isinstance(node, ast.ImportFrom) and node.module:
-                targets = [f"{node.module}.{alias.name}" for alias in node.names]
-                targets = [t if t in modules else node.module for t in targets]
-            elif isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            edges.setdefault(module, set()).update(
-                t for t in targets if t in modules and t != module)
-    return edges
+    return _graph().module_edges(REPO, "keras_bert")
 
 
 def test_modules_import_each_other_without_cycles():
@@ -371,12 +327,7 @@ def test_files_and_functions_stay_short():
 
 
 def test_the_layout_page_draws_the_imports_as_they_are():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "package_graph", os.path.join(REPO, "scripts", "package_graph.py"))
-    graph = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(graph)
+    graph = _graph()
     with open(os.path.join(REPO, "docs", "layout.md"), encoding="utf-8") as f:
         page = f.read()
     assert graph.documented(page) == graph.table(REPO), (

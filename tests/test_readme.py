@@ -68,7 +68,7 @@ COVERED = [
         "tests/test_kaggle_wheelhouse.py", "scripts", "kaggle_wheelhouse.py")),
     (r"^\.venv/bin/python examples/\w+\.py$", _example_covered),
     (r"^\.venv/bin/python bench/\w+\.py( --quick)?$", lambda c: _covered_by(
-        "tests/test_bench.py", "bench", re.search(r"bench/(\w+\.py)", c).group(1))),
+        "tests/bench/test_benchmarks.py", "bench", re.search(r"bench/(\w+\.py)", c).group(1))),
 ]
 
 
@@ -307,7 +307,7 @@ def test_coverage_rule_needs_a_test_that_runs_the_command(tmp_path):
     assert covering_tests(str(path), "kaggle_bert.ipynb") == []
     assert covering_tests(str(path), "examples/ner.py") == []
     for spec in (".ci/run", "tests/jobs/test_quickstart.py", "tests/examples/test_notebook.py",
-                 "tests/test_bench.py"):
+                 "tests/bench/test_benchmarks.py"):
         assert os.path.exists(os.path.join(REPO, spec))
     with pytest.raises(AssertionError, match="does not run"):
         check_covered(REPO, ".ci/run", "bash", "scripts/quickstart.sh")

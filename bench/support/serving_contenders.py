@@ -7,15 +7,11 @@ at once, as a server's concurrent clients send them."""
 from __future__ import annotations
 
 import os
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench import common  # noqa: E402
-from bench.serving_report import OURS  # noqa: E402
+from bench.support import common
+from bench.support.serving_report import OURS
 
 EXPORTS = {"session": "export", "session_intra1": "export",  # contender -> its export
            "session_xla": "export_xla", "session_xla_onednn": "export_xla",

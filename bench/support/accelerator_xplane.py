@@ -15,7 +15,7 @@ few fields the summary needs:
   (xla/service/hlo.proto).
 
 Field numbers are the protos'; unknown fields are skipped, as protobuf does.
-`tests/test_bench_accelerator.py` builds its input with `xplane_pb2` and `hlo_pb2` and checks
+`tests/bench/test_accelerator.py` builds its input with `xplane_pb2` and `hlo_pb2` and checks
 what this reads.
 """
 

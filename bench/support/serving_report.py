@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench import common  # noqa: E402
+from bench.support import common
 
 REDUCED = ("session_bf16", "session_int8", "session_int8_onednn")  # against `session`
 THREADED = ("session_intra1",)  # `session` with one intra-op thread: against `session` too

@@ -15,7 +15,7 @@ def _unshadow_stdlib() -> None:
     library's `tokenize` (imported by `linecache`, hence by `traceback`, `inspect`, ...)
     when a script in `bench/` runs as `python bench/<script>.py` (Python puts the script's
     folder first on the path). Runs before this module's other imports."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
     module = sys.modules.get("tokenize")
     if module is not None and os.path.dirname(
@@ -38,7 +38,7 @@ import subprocess  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def minilm_dir() -> str | None:

@@ -1,4 +1,4 @@
-"""`bench/serving_precisions.py`: the two int8 SavedModels behind the figures that decided
+"""`bench/support/serving_precisions.py`: the two int8 SavedModels behind the figures that decided
 the SavedModel takes no `--quantize` (bench/RESULTS.md). Each must really compute in int8
 (its graph holds the int8 products) and answer as the float32 export does through TF
 Serving's loader, within int8's rounding: a tiny classifier's logits within 5% (relative L2)
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bench.serving_precisions import write_int8_export
+from bench.support.serving_precisions import write_int8_export
 from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.tasks.task_dir import export_model
 from tests.export.helpers import make_tiny_task_dir

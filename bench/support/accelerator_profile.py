@@ -35,8 +35,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from bench import common
-from bench.accelerator_xplane import hlo_module, plane_names, read_plane
+from bench.support import common
+from bench.support.accelerator_xplane import hlo_module, plane_names, read_plane
 
 CATEGORIES = ("matrix products", "attention", "element-wise fusions", "optimizer",
               "copies / input", "other")

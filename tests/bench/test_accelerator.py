@@ -1,8 +1,8 @@
-"""`bench/accelerator.py` and what travels with it (`bench/accelerator_data.py`): a lent GPU
+"""`bench/accelerator.py` and what travels with it (`bench/support/accelerator_data.py`): a lent GPU
 gives one call, so a failing part must not lose the others; the fine-tuned weights come back
 in files small enough for that machine to send; a model fitted under Keras' JAX backend
 answers the same in its TensorFlow export, loaded as TF Serving loads it; and the profile's
-reader (`bench/accelerator_xplane.py`, no protobuf there) puts each traced operation in its
+reader (`bench/support/accelerator_xplane.py`, no protobuf there) puts each traced operation in its
 category."""
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import pytest
 
 from tests.support.reference import require
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_weights_travel_in_files_under_the_limit_and_come_back_equal(tmp_path, monkeypatch):
-    from bench import accelerator_data
+    from bench.support import accelerator_data
 
     monkeypatch.setattr(accelerator_data, "CHUNK_BYTES", 1000)
     rng = np.random.default_rng(0)
@@ -77,7 +77,7 @@ def test_the_report_has_a_table_per_part_that_ran_and_no_blank_lines():
 
 def test_the_report_shows_seq_dropout_precision_float8_loss_and_the_profile():
     from bench.accelerator import report
-    from bench.accelerator_profile import CATEGORIES
+    from bench.support.accelerator_profile import CATEGORIES
 
     shares = dict.fromkeys(CATEGORIES, 0.0) | {"matrix products": 0.75, "attention": 0.25}
     profile = {"shares": shares, "ms_per_step": {c: 4 * v for c, v in shares.items()},
@@ -182,7 +182,7 @@ def test_the_profile_puts_each_traced_operation_in_its_category(tmp_path):
     its HLO instruction, the modules' HloProtos in `/host:metadata`; a derived line
     repeating the kernels is not counted twice. Then a host's trace with no HLO modules: a
     `while` counts through the operations nested in it, and the optimizer is not found."""
-    from bench.accelerator_profile import CATEGORIES, summarise, summarise_folders
+    from bench.support.accelerator_profile import CATEGORIES, summarise, summarise_folders
 
     hlo = _hlo("jit_train_step", [(1, n, op, scope, target, calls)
                                   for n, (op, scope, target, calls, _) in OPS.items()]

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import time
 
-CONFIGS = {  # name: (layers, hidden, heads, intermediate, vocab)
-    "base": (12, 768, 12, 3072, 30522),
-    "large": (24, 1024, 16, 4096, 30522),
-    "tiny": (2, 128, 2, 512, 30522),
-}
+from bench.support import sizes
+
+CONFIGS = sizes.table("base", "large", "tiny")  # name: (layers, hidden, heads, intermediate, vocab)
 # The batches tried per model at sequence length 128, largest first: the first fits an
 # H200's 139 GiB by an activation estimate (~34 bytes per token per hidden unit and layer in
 # bf16), the others are the fall-backs for 80 GB and 40 GB cards.

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench import common  # noqa: E402
-from bench import serving_latency as serving  # noqa: E402
-from bench.serving_contenders import hf_tokenizer  # noqa: E402
+from bench.support import common
+from bench.support.hf_models import write_hf_model
+from bench.support.serving_contenders import hf_tokenizer
 
 TAGS = ["B-LOC", "B-PER", "I-PER", "O", "B-MISC"]
 SPAN_LENGTH = 128  # the tagger's and span QA's max_length, ours and ONNX Runtime's
@@ -30,7 +27,7 @@ def write_hf_head(model: str, root: str, task: str) -> str:
     import torch
     import transformers
 
-    source = serving.write_hf_model(model, root)
+    source = write_hf_model(model, root)
     torch.manual_seed(0)
     if task == "tag":
         hf = transformers.BertForTokenClassification.from_pretrained(

