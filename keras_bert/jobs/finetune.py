@@ -124,9 +124,10 @@ class FinetuneJob:
             self.max_query_length = min(64, self.seq_length // 2)
         if self.doc_stride is None:
             self.doc_stride = default_doc_stride(self.seq_length)
-        from keras_bert.training.distribution import parse
+        from keras_bert.training.distribution import check_batch_size, get_distribution
 
-        parse(self.distribution)  # a bad --distribution, before any work
+        # A bad --distribution, or a batch it does not split, before any work.
+        check_batch_size(get_distribution(self.distribution), self.batch_size)
         _ = self.reading  # checks the long-text settings now
         self.batching.buckets(self.seq_length)  # and the batches' lengths
 
@@ -169,6 +170,15 @@ def finetuning_model(job: FinetuneJob):
     return model, train, evaluation
 
 
+def _score(model, rows: list, batch_size: int, train: list) -> dict:
+    """The task metrics of `rows`, their batches whole (on JAX outside the distribution:
+    a partial last batch does not split across devices)."""
+    from keras_bert.training.distribution import undistributed
+
+    with undistributed():
+        return model._score(rows, batch_size, train=train)
+
+
 def eval_line(task: str, evaluation: dict) -> str:
     """The log line of an evaluation: its numbers, and the labels it found unlearned
     (multilabel: left at a text-blind threshold)."""
@@ -190,17 +200,11 @@ def run_finetuning(job: FinetuneJob) -> dict:
     `seconds`.
     """
     from keras_bert.training.checkpointing import ResumableCheckpoint
-    from keras_bert.training.distribution import (
-        check_batch_size,
-        get_distribution,
-        undistributed,
-    )
     from keras_bert.training.json_output import finite, write_json
     from keras_bert.training.plots import plot_history
     from keras_bert.training.resume import HistoryFile, job_arguments
 
     start = time.perf_counter()
-    check_batch_size(get_distribution(job.distribution), job.batch_size)  # before any file
     job = with_fetched_checkpoint(job, "model")
     os.makedirs(job.out, exist_ok=True)
     checkpoint = ResumableCheckpoint(
@@ -229,8 +233,7 @@ def run_finetuning(job: FinetuneJob) -> dict:
               "epochs": job.epochs, "steps": int(model.optimizer.iterations.numpy()),
               "train": {k: v[-1] for k, v in logs.items() if not k.startswith("val_")}}
     if evaluation is not None:
-        with undistributed():  # whole batches, a partial last one too (JAX)
-            result["eval"] = model._score(evaluation, job.batch_size, train=train)
+        result["eval"] = _score(model, evaluation, job.batch_size, train)
         if job.verbose:
             print(eval_line(job.task, result["eval"]), flush=True)
         model._tune_on(result["eval"])

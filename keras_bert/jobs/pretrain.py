@@ -123,9 +123,10 @@ class PretrainJob:
             raise ValueError("give a corpus or TFRecords, not both")
         if self.optimizer not in OPTIMIZERS:  # the command line's choices
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        from keras_bert.training.distribution import parse
+        from keras_bert.training.distribution import check_batch_size, get_distribution
 
-        parse(self.distribution)  # a bad --distribution, before any work
+        # A bad --distribution, or a batch it does not split, before any work.
+        check_batch_size(get_distribution(self.distribution), self.batch_size)
         if self.accumulation_steps < 1:
             raise ValueError(f"accumulation_steps must be >= 1, got {self.accumulation_steps}")
         if self.phase2_from and (self.init or self.vocab):
@@ -206,11 +207,9 @@ def run_pretraining(job: PretrainJob) -> dict:
     import keras
 
     from keras_bert.training.checkpointing import ResumableCheckpoint
-    from keras_bert.training.distribution import check_batch_size, get_distribution
     from keras_bert.training.resume import HistoryFile
 
     start = time.perf_counter()
-    check_batch_size(get_distribution(job.distribution), job.batch_size)  # before any file
     job = with_fetched_checkpoint(job, "init")
     os.makedirs(job.out, exist_ok=True)
     # Checkpoints at epoch ends only: the stream's NSP pairs, masks and TFRecord shuffles
