@@ -16,6 +16,7 @@ options (`keras_bert.cli.options.add_job_options`): each setting is written once
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -29,7 +30,7 @@ from keras_bert.config import (
     LongTextReading,
     default_doc_stride,
 )
-from keras_bert.jobs.options import option, with_fetched_checkpoint
+from keras_bert.jobs.options import DISTRIBUTION_HELP, option, with_fetched_checkpoint
 from keras_bert.tasks.registry import FINETUNE_KINDS, task_class
 from keras_bert.training.precision import (
     PRECISION_CHOICES,
@@ -38,7 +39,9 @@ from keras_bert.training.precision import (
     resolve_precision,
 )
 
+# `distribution` too: a run resumes on another number of devices (the same updates).
 _NOT_ARGUMENTS = ("out", "verbose", "callbacks", "checkpoint_steps", "checkpoint_minutes",
+                  "distribution",
                   "precision_note")
 
 
@@ -96,6 +99,7 @@ class FinetuneJob:
                                      "seeded chunks of this many batches (0: off; Hugging "
                                      "Face's group_by_length uses 50)")
     precision: str = option("auto", PRECISION_HELP, choices=PRECISION_CHOICES)
+    distribution: str = option("auto", DISTRIBUTION_HELP, metavar="KIND")
     validate_each_epoch: bool = option(True, cli=False)  # eval loss after every epoch
     checkpoint_steps: int | None = option(None, "also checkpoint every N steps (default: only "
                                                 "by time and at epoch ends)")
@@ -120,6 +124,10 @@ class FinetuneJob:
             self.max_query_length = min(64, self.seq_length // 2)
         if self.doc_stride is None:
             self.doc_stride = default_doc_stride(self.seq_length)
+        from keras_bert.training.distribution import check_batch_size, get_distribution
+
+        # A bad --distribution, or a batch it does not split, before any work.
+        check_batch_size(get_distribution(self.distribution), self.batch_size)
         _ = self.reading  # checks the long-text settings now
         self.batching.buckets(self.seq_length)  # and the batches' lengths
 
@@ -147,15 +155,28 @@ class FinetuneJob:
 def finetuning_model(job: FinetuneJob):
     """`(model, train rows, eval rows or None)`: the untrained model `job` fits (its kind's
     class, `_for_job`) and the rows of its files."""
+    from keras_bert.training.distribution import get_distribution
     from keras_bert.training.fit_schedule import FitSchedule
 
     model_class = task_class(job.task)
     train = model_class._read_rows(job.train, job)
-    model = model_class._for_job(job, train)
+    distribution = get_distribution(job.distribution)
+    with distribution.scope() if distribution is not None else contextlib.nullcontext():
+        model = model_class._for_job(job, train)  # JAX: laid out as its variables are made
+    model.distribution = distribution
     evaluation = model_class._read_rows(job.eval, job, model.labels) if job.eval else None
     model.compile(schedule=FitSchedule(job.learning_rate, job.warmup_fraction,
                                        job.weight_decay))
     return model, train, evaluation
+
+
+def _score(model, rows: list, batch_size: int, train: list) -> dict:
+    """The task metrics of `rows`, their batches whole (on JAX outside the distribution:
+    a partial last batch does not split across devices)."""
+    from keras_bert.training.distribution import undistributed
+
+    with undistributed():
+        return model._score(rows, batch_size, train=train)
 
 
 def eval_line(task: str, evaluation: dict) -> str:
@@ -212,7 +233,7 @@ def run_finetuning(job: FinetuneJob) -> dict:
               "epochs": job.epochs, "steps": int(model.optimizer.iterations.numpy()),
               "train": {k: v[-1] for k, v in logs.items() if not k.startswith("val_")}}
     if evaluation is not None:
-        result["eval"] = model._score(evaluation, job.batch_size, train=train)
+        result["eval"] = _score(model, evaluation, job.batch_size, train)
         if job.verbose:
             print(eval_line(job.task, result["eval"]), flush=True)
         model._tune_on(result["eval"])

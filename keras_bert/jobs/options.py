@@ -4,6 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
+# `--distribution` of `finetune` and `pretrain` (`keras_bert.training.distribution`; here so
+# that the command line starts without importing Keras).
+DISTRIBUTION_HELP = ("JAX: how training spreads over the visible devices (keras.distribution): "
+                     "data_parallel (each batch split across all of them), model_parallel:N "
+                     "(BERT's kernels sharded over N devices Megatron-style, batches over the "
+                     "rest), auto (data_parallel when more than one device is visible) or "
+                     "none; TensorFlow: auto or none")
+
 
 def option(default=dataclasses.MISSING, help: str | None = None, choices=None,
            cli: bool = True, flag: str | None = None, nargs: str | None = None,

@@ -23,7 +23,7 @@ import time
 from typing import TYPE_CHECKING
 
 from keras_bert.config import DEFAULT_SEQ_LENGTH, OPTIMIZERS
-from keras_bert.jobs.options import option, with_fetched_checkpoint
+from keras_bert.jobs.options import DISTRIBUTION_HELP, option, with_fetched_checkpoint
 from keras_bert.training.backends import default_jit_compile
 from keras_bert.training.precision import (
     AUTO,
@@ -97,6 +97,7 @@ class PretrainJob:
                             choices=PRECISION_CHOICES)
     strategy: str = option("auto", "distribution strategy", choices=(
         "auto", "default", "mirrored", "multi_worker", "tpu"))
+    distribution: str = option("auto", DISTRIBUTION_HELP, metavar="KIND")
     jit_compile: bool | None = option(None, "XLA (default: on GPUs and TPUs, off on CPUs)")
     eval_fraction: float = option(0.15, cli=False)  # of the corpus documents (per file)
     eval_steps: int = option(20, cli=False)
@@ -122,6 +123,10 @@ class PretrainJob:
             raise ValueError("give a corpus or TFRecords, not both")
         if self.optimizer not in OPTIMIZERS:  # the command line's choices
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        from keras_bert.training.distribution import check_batch_size, get_distribution
+
+        # A bad --distribution, or a batch it does not split, before any work.
+        check_batch_size(get_distribution(self.distribution), self.batch_size)
         if self.accumulation_steps < 1:
             raise ValueError(f"accumulation_steps must be >= 1, got {self.accumulation_steps}")
         if self.phase2_from and (self.init or self.vocab):
@@ -132,7 +137,8 @@ class PretrainJob:
             raise ValueError("give phase 2 an output directory outside phase 1's")
 
 
-_NOT_ARGUMENTS = ("out", "verbose", "callbacks", "precision_note")
+# `distribution` too: a run resumes on another number of devices (the same updates).
+_NOT_ARGUMENTS = ("out", "verbose", "callbacks", "precision_note", "distribution")
 # Arguments added after runs were checkpointed: left out at their defaults, so those resume.
 _LATER_DEFAULTS = {"optimizer": "adamw", "accumulation_steps": 1, "phase2_from": None}
 
@@ -158,7 +164,8 @@ def pretraining_model(job: PretrainJob) -> TextPretrainer:
     common = {"seq_length": job.seq_length, "nsp_loss_weight": job.nsp_loss_weight,
               "rules": job.rules, "precision": job.precision, "seed": job.seed,
               "masking": MaskingConfig(max_predictions=job.max_predictions,
-                                       whole_word=job.whole_word)}
+                                       whole_word=job.whole_word),
+              "distribution": job.distribution}  # JAX: laid out as its variables are made
     with get_strategy(job.strategy).scope():  # the model's variables live in its scope
         if job.phase2_from:
             model = TextPretrainer.from_phase1(job.phase2_from, **common)

@@ -17,7 +17,8 @@ from keras_bert.config import BertConfig
 from keras_bert.layers import BertMaskedLMHead, BertNextSentenceHead
 from keras_bert.models.accumulation import accumulated_train_step
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.training.backends import replicas_in_sync
+from keras_bert.training.backends import distribution_scope, replicas_in_sync
+from keras_bert.training.distribution import undistributed
 
 PRETRAINING_INPUT_NAMES = (*INPUT_NAMES, "masked_lm_positions")
 LABEL_NAMES = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
@@ -156,7 +157,14 @@ class BertPretrainer(keras.Model):
         if int(accumulation_steps) < 1:
             raise ValueError(f"accumulation_steps must be >= 1, got {accumulation_steps}")
         self.accumulation_steps = int(accumulation_steps)
-        super().compile(optimizer=optimizer, **kwargs)
+        with distribution_scope(self):  # JAX: the metrics' variables laid out with it
+            super().compile(optimizer=optimizer, **kwargs)
+
+    def evaluate(self, *args, **kwargs):
+        """`keras.Model.evaluate` (`fit`'s validation too) with each batch whole on JAX:
+        a held-out set's partial last batch does not split across devices."""
+        with undistributed():
+            return super().evaluate(*args, **kwargs)
 
     def train_step(self, *args):
         # `args`: the backend's own signature, `(data,)` on TensorFlow, `(state, data)` on JAX.

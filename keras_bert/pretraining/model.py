@@ -41,6 +41,7 @@ from keras_bert.pretraining.streams import (
     held_out_set,
     training_stream,
 )
+from keras_bert.training.distribution import distributed_builder, undistributed
 
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_LEARNING_RATE = 3e-3  # `keras-bert pretrain`'s, chosen for BERT-Tiny on the corpus
@@ -100,6 +101,7 @@ class TextPretrainer(keras.Model):
     # ----- building -----------------------------------------------------------------------
 
     @classmethod
+    @distributed_builder
     def from_preset(cls, preset: str = "tiny", vocab: str | None = None,
                     lower_case: bool = True, rules: str | None = None,
                     seq_length: int = DEFAULT_SEQ_LENGTH, masking: MaskingConfig | None = None,
@@ -117,6 +119,7 @@ class TextPretrainer(keras.Model):
         return cls(pretrainer, _preprocessor(tokenizer, seq_length), masking)
 
     @classmethod
+    @distributed_builder
     def from_pretrained(cls, source: str, seq_length: int = DEFAULT_SEQ_LENGTH,
                         masking: MaskingConfig | None = None, nsp_loss_weight: float = 1.0,
                         rules: str | None = None, precision: str | None = None,
@@ -135,6 +138,7 @@ class TextPretrainer(keras.Model):
         return cls(pretrainer, _preprocessor(tokenizer, seq_length), masking)
 
     @classmethod
+    @distributed_builder
     def from_phase1(cls, out: str, seq_length: int = DEFAULT_SEQ_LENGTH,
                     masking: MaskingConfig | None = None, nsp_loss_weight: float = 1.0,
                     rules: str | None = None, precision: str | None = None,
@@ -154,6 +158,16 @@ class TextPretrainer(keras.Model):
         model = cls(pretrainer, _preprocessor(tokenizer, seq_length), masking)
         model.phase1 = phase1
         return model
+
+    @property
+    def distribution(self):
+        """JAX: the `keras.distribution` the model was built with (`distribution=` of
+        the builders; None: Keras' global one, if any), kept by the network `fit` trains."""
+        return getattr(self.pretrainer, "distribution", None)
+
+    @distribution.setter
+    def distribution(self, value):
+        self.pretrainer.distribution = value
 
     @property
     def tokenizer(self):
@@ -247,9 +261,14 @@ class TextPretrainer(keras.Model):
                             "shuffles with its own seed (seed=)")
         if int(epochs) < 1:
             raise ValueError(f"epochs must be at least 1, got {epochs}")
+        from keras_bert.training.backends import check_batch_size, distribution_scope
+
+        check_batch_size(self.pretrainer, int(batch_size or DEFAULT_BATCH_SIZE))
         seed = _seed(seed)
         train, steps_per_epoch = self.training_data(x, batch_size, seed, steps_per_epoch)
-        start = self._start(int(epochs) * steps_per_epoch, checkpoint, kwargs.get("verbose", 1))
+        with distribution_scope(self.pretrainer):  # restored in the layout it trains in
+            start = self._start(int(epochs) * steps_per_epoch, checkpoint,
+                                kwargs.get("verbose", 1))
         if validation_data is not None:
             validation_data = self._held_out(validation_data, batch_size, validation_steps,
                                              seed)
@@ -257,9 +276,11 @@ class TextPretrainer(keras.Model):
         if checkpoint is not None and checkpoint not in callbacks:
             callbacks.insert(0, checkpoint)  # among `callbacks`, it saves in its place
         history = keras.callbacks.History()
-        history.history = fit_from_step(
-            self.pretrainer, train, epochs=int(epochs), steps_per_epoch=steps_per_epoch,
-            start_step=start, validation_data=validation_data, callbacks=callbacks, **kwargs)
+        with distribution_scope(self.pretrainer):  # JAX: Keras splits each batch
+            history.history = fit_from_step(
+                self.pretrainer, train, epochs=int(epochs), steps_per_epoch=steps_per_epoch,
+                start_step=start, validation_data=validation_data, callbacks=callbacks,
+                **kwargs)
         return history
 
     def _start(self, total_steps: int, checkpoint, verbose) -> int:
@@ -306,7 +327,8 @@ class TextPretrainer(keras.Model):
         dataset = self._held_out(x, batch_size, steps, seed)
         if dataset is None:
             raise ValueError("the documents make no evaluation batch")
-        return held_out_scores(self.pretrainer, dataset)
+        with undistributed():  # whole batches, a partial last one too (JAX)
+            return held_out_scores(self.pretrainer, dataset)
 
     def _held_out(self, data, batch_size: int | None, steps: int, seed: int):
         """`pretrain`'s evaluation set: the same batches on every pass."""
@@ -325,8 +347,9 @@ class TextPretrainer(keras.Model):
 
         if kwargs.pop("verbose", None) not in (None, 0, "auto") or kwargs:
             raise TypeError(f"unexpected arguments {sorted(kwargs)}")
-        return fill_masks(self.pretrainer, self.preprocessor, x, top_k,
-                          int(batch_size or DEFAULT_BATCH_SIZE))
+        with undistributed():  # whole batches, a partial last one too (JAX)
+            return fill_masks(self.pretrainer, self.preprocessor, x, top_k,
+                              int(batch_size or DEFAULT_BATCH_SIZE))
 
     def save(self, filepath, overwrite: bool = True, metadata: dict | None = None, **kwargs):
         """`*.keras`: Keras' archive. Otherwise the keras_bert model directory `keras-bert

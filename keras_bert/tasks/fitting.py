@@ -37,19 +37,22 @@ def fit_rows(model, rows: list, *, batch_size: int, epochs: int, seed: int,
 
     if int(epochs) < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
+    backends.check_batch_size(model, batch_size)
     # TPUs compile for one batch shape: there the last, partial batch is dropped, and the
     # default length rule keeps every batch at the sequence length (not verified on a TPU
     # here; MirroredStrategy, one device and JAX keep every example).
     static = backends.static_batches(model)
+    # A JAX data-parallel split takes whole batches only: the partial last one is dropped.
+    drop = static or backends.batch_splits(model) > 1
     jit_compile = (model.jit_compile if model.compiled
                    else model._compile_arguments.get("jit_compile"))
     seq_length = model.preprocessor.seq_length
     batching = Batching.of(batching).resolved(
         seq_length, backends.compiles_per_shape(jit_compile), static=static)
     batching.buckets(seq_length)  # a bad bucket list, before any work
-    stream, count = model._stream(rows, batch_size, int(seed), drop_remainder=static,
+    stream, count = model._stream(rows, batch_size, int(seed), drop_remainder=drop,
                                   batching=batching)
-    steps = count // batch_size if static else -(-count // batch_size)
+    steps = count // batch_size if drop else -(-count // batch_size)
     if steps < 1:
         raise ValueError(f"{count} examples do not fill one batch of {batch_size}")
     sized = not model.compiled or model._sized_optimizer
@@ -57,15 +60,24 @@ def fit_rows(model, rows: list, *, batch_size: int, epochs: int, seed: int,
         with backends.distribution_scope(model):
             model._compile(model.schedule.optimizer(steps * int(epochs)),
                            **model._compile_arguments)
-    start = checkpoint.restore(model)["step"] if checkpoint is not None else 0
     model._sized_optimizer = sized
     validation = (None if validation_rows is None
                   else model._stream(validation_rows, batch_size, batching=batching)[0])
     callbacks = [*([checkpoint] if checkpoint else []), *fit_kwargs.pop("callbacks", [])]
-    logs = fit_from_step(model, stream, epochs=int(epochs), steps_per_epoch=steps,
-                         start_step=start, validation_data=validation, callbacks=callbacks,
-                         **fit_kwargs)
+    with backends.distribution_scope(model):  # JAX: Keras splits each batch across devices
+        start = checkpoint.restore(model)["step"] if checkpoint is not None else 0
+        logs = fit_from_step(model, stream, epochs=int(epochs), steps_per_epoch=steps,
+                             start_step=start, validation_data=validation,
+                             callbacks=callbacks, **fit_kwargs)
     return logs, count
+
+
+def brings_loss(model) -> bool:
+    """Whether `model` computes its own loss (overrides `keras.Model.compute_loss`): span
+    QA's network."""
+    import keras
+
+    return type(model).compute_loss is not keras.Model.compute_loss
 
 
 def pair_of(validation_data) -> tuple:

@@ -1,12 +1,12 @@
 """`TextTaskModel`: the Keras model of every task kind; raw strings in, its preprocessor inside.
 
 Each kind (`keras_bert/tasks/<kind>/model.py`: `TextClassifier`, `TextRegressor`,
-`MultiLabelClassifier`, `TokenClassifier`, `QuestionAnswerer`, `TextEmbedder`) is one
-subclass that owns its network (ids in, logits or vectors out), the `BertPreprocessor` that
-network was trained with, its labels and its typed config:
+`MultiLabelClassifier`, `TokenClassifier`, `QuestionAnswerer`, `TextEmbedder`) owns its
+network (ids to logits or vectors), its `BertPreprocessor`, labels and typed config:
 
 - `from_pretrained(source, ...)`: a new head on the encoder of any checkpoint `convert`
-  reads, or a fine-tuned model directory of this kind loaded whole.
+  reads, or a fine-tuned model directory of this kind loaded whole; it and `load` take
+  `distribution=` (JAX: `keras_bert.training.distribution`), built and trained under it.
 - `fit(x, y)`: the kind's rows featurised into a seeded batch stream, the kind's loss and
   metrics (`compile`'s defaults), BERT's AdamW sized from the fit's own steps unless
   compiled with another optimizer; resumable with `checkpoint_dir=`.
@@ -16,8 +16,8 @@ network was trained with, its labels and its typed config:
 - `save(dir)` / `load(dir)`: the model directory (`task_dir.py`); `.keras` files too.
 - `export(dir)`: the next TF Serving version, written from the model in memory.
 
-The methods whose names start with `_` are what the kinds implement and what the job layer
-(`keras_bert.jobs`, the command line) calls; a Python user needs none of them.
+Methods named `_...` are what the kinds implement and the job layer (`keras_bert.jobs`)
+calls; a Python user needs none of them.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from keras_bert.tasks.batches import Batching
 from keras_bert.tasks.fitting import (
+    brings_loss,
     check_fit_arguments,
     fit_checkpoint,
     fit_rows,
@@ -41,6 +42,7 @@ from keras_bert.tasks.fitting import (
 from keras_bert.tasks.registry import task_class
 from keras_bert.tasks.serving import PREDICT_BATCH, run_in_batches
 from keras_bert.training import backends
+from keras_bert.training.distribution import distributed_builder, undistributed
 from keras_bert.training.fit_schedule import FitSchedule
 from keras_bert.training.optimizer import build_optimizer
 
@@ -75,6 +77,7 @@ class TextTaskModel(keras.Model):
     # ----- building -----------------------------------------------------------------------
 
     @classmethod
+    @distributed_builder
     def load(cls, path: str, rules: str | None = None, precision: str | None = None):
         """The model saved in the model directory `path` (`save`, `keras-bert finetune`),
         computing in the precision it was saved in (`precision`: another dtype policy).
@@ -181,8 +184,7 @@ class TextTaskModel(keras.Model):
         if schedule is not None:
             self.schedule = schedule
         self._sized_optimizer = optimizer is None
-        # Kept for the optimizer `fit` sizes: it compiles again with the same loss, metrics
-        # and settings (`jit_compile` among them).
+        # Kept for the optimizer `fit` sizes: it compiles again with these (`jit_compile` too).
         self._compile_arguments = {"loss": loss, "metrics": metrics, **kwargs}
         self._compile(optimizer or self.schedule.optimizer(1), **self._compile_arguments)
 
@@ -193,7 +195,8 @@ class TextTaskModel(keras.Model):
             metrics = own if metrics is None else metrics
         if kwargs.get("jit_compile") is None:
             kwargs["jit_compile"] = backends.default_jit_compile()
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        with backends.distribution_scope(self):  # the metrics' variables laid out with it
+            super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     def _default_loss(self) -> tuple:
         """`(loss, metrics)` this kind trains with (loss None: the model computes its own)."""
@@ -202,7 +205,7 @@ class TextTaskModel(keras.Model):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The network's own loss when it brings one (span QA) and none was compiled;
         else Keras' compiled loss."""
-        if self._compile_loss is None and _brings_loss(self.network):
+        if self._compile_loss is None and brings_loss(self.network):
             return self.network.compute_loss(x, y, y_pred, sample_weight, training)
         return super().compute_loss(x, y, y_pred, sample_weight, training)
 
@@ -231,8 +234,8 @@ class TextTaskModel(keras.Model):
         ends with the weights of an uninterrupted run (it needs an explicit `seed`).
         `length_buckets` (each batch cut to its longest row, rounded up to a bucket) and
         `group_by_length` (rows of similar length batched together): `Batching`. Other
-        arguments go to `keras.Model.fit`; `steps_per_epoch` is the number of batches.
-        """
+        arguments go to `keras.Model.fit`; `steps_per_epoch` is the number of batches. On
+        JAX a data-parallel split drops the last, partial batch of an epoch."""
         check_fit_arguments(x, kwargs, checkpoint_dir, seed)
         batching = Batching(length_buckets, group_by_length)
         batching.buckets(self.preprocessor.seq_length)  # a bad bucket list: before any work
@@ -269,11 +272,12 @@ class TextTaskModel(keras.Model):
         """The task metrics on texts `x` with targets `y` (a dict: those of
         `keras-bert finetune`'s `metrics.json`). A dataset of ids (as `fit`'s validation
         passes) goes to `keras.Model.evaluate`."""
-        if isinstance(x, tf.data.Dataset) or kwargs.get("_use_cached_eval_dataset"):
-            return super().evaluate(x, y, batch_size=batch_size, **kwargs)
-        if kwargs:
-            raise TypeError(f"unexpected arguments {sorted(kwargs)}")
-        return self._score(self._rows(x, y), int(batch_size or PREDICT_BATCH))
+        with undistributed():  # whole batches, a partial last one too (JAX)
+            if isinstance(x, tf.data.Dataset) or kwargs.get("_use_cached_eval_dataset"):
+                return super().evaluate(x, y, batch_size=batch_size, **kwargs)
+            if kwargs:
+                raise TypeError(f"unexpected arguments {sorted(kwargs)}")
+            return self._score(self._rows(x, y), int(batch_size or PREDICT_BATCH))
 
     def predict(self, x, batch_size: int | None = None, **kwargs) -> dict[str, np.ndarray]:
         """The export's `serving_default` outputs for texts `x`, computed in process by the
@@ -283,8 +287,9 @@ class TextTaskModel(keras.Model):
             raise TypeError(f"unexpected arguments {sorted(kwargs)}")
         if self._serving is None:
             self._serving = self._serving_functions()
-        outputs = run_in_batches(self._serving.text_function(), self._requests(x),
-                                 int(batch_size or PREDICT_BATCH))
+        with undistributed():  # whole batches, a partial last one too (JAX)
+            outputs = run_in_batches(self._serving.text_function(), self._requests(x),
+                                     int(batch_size or PREDICT_BATCH))
         return {name: strings(value) for name, value in outputs.items()}
 
     # ----- what the kinds implement -------------------------------------------------------
@@ -392,9 +397,4 @@ class TextTaskModel(keras.Model):
                                       self.config, self.labels)
         network.set_weights(self.network.get_weights())
         return type(self)(network, self.preprocessor, self.labels, self.config)
-
-
-def _brings_loss(model) -> bool:
-    """Whether `model` computes its own loss (overrides `keras.Model.compute_loss`)."""
-    return type(model).compute_loss is not keras.Model.compute_loss
 

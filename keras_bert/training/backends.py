@@ -35,17 +35,48 @@ def require_tensorflow(what: str) -> None:
 
 
 def distribution_scope(model):
-    """The scope `model`'s variables (and its optimizer's) are created in: its
-    `tf.distribute` strategy's on TensorFlow, none on other backends (JAX distributes
-    through `keras.distribution`, which needs no scope)."""
+    """The scope `model`'s variables (and its optimizer's) are created and trained in: its
+    `tf.distribute` strategy's on TensorFlow; on JAX its `keras.distribution`'s
+    (`model_distribution`), none without one."""
     if is_tensorflow():
         return model.distribute_strategy.scope()
-    return contextlib.nullcontext()
+    distribution = model_distribution(model)
+    return distribution.scope() if distribution is not None else contextlib.nullcontext()
+
+
+def model_distribution(model):
+    """The `keras.distribution.Distribution` `model` trains under on JAX: the one it was
+    built with (`distribution=`, `keras_bert.training.distribution`), else Keras' global
+    one (a user's `keras.distribution.set_distribution`), else None; None on other
+    backends, whose distribution is `tf.distribute`'s."""
+    if name() != "jax":
+        return None
+    import keras
+
+    return getattr(model, "distribution", None) or keras.distribution.distribution()
+
+
+def batch_splits(model) -> int:
+    """How many ways each global batch of `model`'s `fit` is split across devices (JAX's
+    data-parallel axis; 1 elsewhere: TensorFlow's strategies split a batch themselves and
+    take a short one)."""
+    from keras_bert.training.distribution import data_parallel_size
+
+    return data_parallel_size(model_distribution(model))
+
+
+def check_batch_size(model, batch_size: int) -> None:
+    """A `ValueError` naming both numbers when `batch_size` does not split evenly across
+    `model`'s data-parallel devices (`batch_splits`), raised before any work."""
+    from keras_bert.training.distribution import check_batch_size as check
+
+    check(model_distribution(model), batch_size)
 
 
 def replicas_in_sync() -> int:
     """How many replicas share each batch (TensorFlow's strategy in scope; 1 elsewhere:
-    a JAX data-parallel `keras.distribution` averages the gradients itself)."""
+    under a JAX `keras.distribution` the loss is one program's over the global batch, and
+    XLA's SPMD partitioning averages the gradients)."""
     if is_tensorflow():
         import tensorflow as tf
 
@@ -174,7 +205,8 @@ def _capability(text) -> tuple[int, int]:
         return (0, 0)
 
 
-__all__ = ["XLA_BY_DEVICE", "Devices", "compiles_per_shape", "cpu_flags",
-           "default_jit_compile", "devices", "distribution_scope", "is_chief",
+__all__ = ["XLA_BY_DEVICE", "Devices", "batch_splits", "check_batch_size",
+           "compiles_per_shape", "cpu_flags", "default_jit_compile", "devices",
+           "distribution_scope", "is_chief", "model_distribution",
            "is_tensorflow", "name", "replicas_in_sync", "require_tensorflow",
            "static_batches"]

@@ -115,8 +115,9 @@ def _new_model(kind: str, encoder_dir: str):
     return TextPretrainer.from_pretrained(encoder_dir, seq_length=SEQ, precision="float32")
 
 
-def init(root: Path) -> None:
-    """Writes the zero-dropout encoder and every kind's starting model under `root`."""
+def init(root: Path, kinds=KINDS) -> None:
+    """Writes the zero-dropout encoder and each of `kinds`' starting models under `root`
+    (those not there yet)."""
     from keras_bert import BertConfig, BertEncoder
     from keras_bert.checkpoints.model_dir import save_model_dir
     from tests.support.tiny_data import SPECIAL, WORDS
@@ -128,9 +129,11 @@ def init(root: Path) -> None:
                         num_heads=4, intermediate_size=64, max_position_embeddings=64,
                         hidden_dropout=0.0, attention_dropout=0.0)
     encoder_dir = str(root / "encoder")
-    save_model_dir(BertEncoder(config), encoder_dir, str(vocab), lower_case=True)
-    for kind in KINDS:
-        _new_model(kind, encoder_dir).save(str(root / kind))
+    if not os.path.exists(encoder_dir):
+        save_model_dir(BertEncoder(config), encoder_dir, str(vocab), lower_case=True)
+    for kind in kinds:
+        if not (root / kind).exists():
+            _new_model(kind, encoder_dir).save(str(root / kind))
 
 
 def requests(kind: str, x) -> list:

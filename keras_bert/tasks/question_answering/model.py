@@ -29,6 +29,7 @@ from keras_bert.tasks.question_answering.serving import QuestionAnswererServing
 from keras_bert.tasks.question_answering.squad import read_questions, read_squad, squad_examples
 from keras_bert.tasks.serving import PREDICT_BATCH, no_options, run_in_batches, text_of
 from keras_bert.tasks.task_model import TextTaskModel
+from keras_bert.training.distribution import distributed_builder
 
 FEATURE_CHUNK = 256  # questions featurised per call
 
@@ -47,6 +48,7 @@ class QuestionAnswerer(TextTaskModel):
     config_class = QuestionAnswererConfig
 
     @classmethod
+    @distributed_builder
     def from_pretrained(cls, source: str, *, max_query_length: int | None = None,
                         doc_stride: int | None = None, version_2: bool = False,
                         max_answer_length: int = 30, dropout: float | None = None,

@@ -44,6 +44,7 @@ from keras_bert.tasks.text_classification.serving import (
     what_was_read,
 )
 from keras_bert.text.sentence_windows import read_windows
+from keras_bert.training.distribution import distributed_builder
 
 FEATURE_CHUNK = 256  # texts featurised at once
 
@@ -61,6 +62,7 @@ class SentenceModel(TextTaskModel):
         return self.config.pair
 
     @classmethod
+    @distributed_builder
     def from_pretrained(cls, source: str, labels=None, *, pair: bool = False,
                         pooling: str = "pooled", dropout: float | None = None,
                         seq_length: int = DEFAULT_SEQ_LENGTH,

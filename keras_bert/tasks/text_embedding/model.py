@@ -29,6 +29,7 @@ from keras_bert.tasks.task_model import TextTaskModel
 from keras_bert.tasks.text_embedding.config import TextEmbedderConfig
 from keras_bert.tasks.text_embedding.network import BertEmbedder
 from keras_bert.tasks.text_embedding.serving import embedding_serving
+from keras_bert.training.distribution import distributed_builder
 
 # sentence-transformers' MultipleNegativesRankingLoss scale: cosines in [-1, 1] become
 # logits in [-20, 20].
@@ -46,6 +47,7 @@ class TextEmbedder(TextTaskModel):
     config_class = TextEmbedderConfig
 
     @classmethod
+    @distributed_builder
     def from_pretrained(cls, source: str, *, pooling: str = "mean", normalize: bool = False,
                         seq_length: int = DEFAULT_SEQ_LENGTH,
                         reading: LongTextReading | str = "truncate", rules: str | None = None,

@@ -41,6 +41,7 @@ from keras_bert.tasks.token_classification.word_windows import (
     tokenize_words,
     word_windows,
 )
+from keras_bert.training.distribution import distributed_builder
 
 FEATURE_CHUNK = 1024  # sentences featurised per call
 CONLL_EXTENSIONS = (".conll", ".txt")
@@ -60,6 +61,7 @@ class TokenClassifier(TextTaskModel):
     config_class = TokenClassifierConfig
 
     @classmethod
+    @distributed_builder
     def from_pretrained(cls, source: str, labels=None, *, doc_stride: int | None = None,
                         dropout: float | None = None, seq_length: int = DEFAULT_SEQ_LENGTH,
                         rules: str | None = None, precision: str | None = None,
