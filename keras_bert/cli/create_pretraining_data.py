@@ -34,10 +34,16 @@ def register(subparsers) -> None:
                         f"text hashes (the whole corpus if smaller; default {DEFAULT_POOL_SIZE})")
     beam = p.add_argument_group("Apache Beam (pip install 'keras-bert-tf[beam]')")
     beam.add_argument("--runner", help="run as a Beam pipeline on this runner: direct, "
-                                       "dataflow, flink, spark, or a runner class name; the "
-                                       "same examples as without it")
+                                       "dataflow, flink, spark, dask, or a runner class name; "
+                                       "the same examples as without it")
     beam.add_argument("--workers", type=int,
                       help="--runner direct: worker processes (default: Beam's, one)")
+    beam.add_argument("--dask-address",
+                      help="--runner dask: the dask.distributed scheduler, e.g. "
+                           "tcp://10.0.0.5:8786 (default: a LocalCluster on this machine; "
+                           "pip install 'keras-bert-tf[dask]')")
+    beam.add_argument("--dask-timeout", type=int, default=30,
+                      help="--runner dask: seconds for the scheduler to answer (default 30)")
     beam.add_argument("--beam-options", default="",
                       help="Beam pipeline options, quoted: e.g. \"--project=P --region=R "
                            "--temp_location=gs://B/tmp\"")
@@ -100,15 +106,20 @@ def run(args) -> int:
 
         counts = run_pipeline(args.input or default_corpus_files(), args.output, tokenizer,
                               runner=args.runner, beam_args=shlex.split(args.beam_options),
-                              workers=args.workers, fmt=args.format,
+                              workers=args.workers, dask_address=args.dask_address,
+                              dask_timeout=args.dask_timeout, fmt=args.format,
                               text_field=args.text_field, num_shards=args.num_shards,
                               options=options, pool_size=args.random_next_pool)
         where = args.output + ("" if args.num_shards == 1 else "-*-of-*")
+        if counts["examples"] is None:
+            print(f"wrote the examples to {where} in {time.perf_counter() - start:.1f}s; the "
+                  f"{args.runner} runner reports no Beam metrics, so no counts")
+            return 0
         split = sorted(counts["processes"].values(), reverse=True)
         print(f"examples made per worker process ({len(split)}): {split}")
     else:
-        if args.workers or args.beam_options:
-            raise ValueError("--workers and --beam-options need --runner")
+        if args.workers or args.beam_options or args.dask_address:
+            raise ValueError("--workers, --beam-options and --dask-address need --runner")
         import keras
 
         from keras_bert.pretraining.record_writer import write_pretraining_records

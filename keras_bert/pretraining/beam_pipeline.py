@@ -7,8 +7,9 @@ single-process writer (`keras_bert.pretraining.record_writer`), made in parallel
 
 Every step is a plain Beam transform, so the DirectRunner (the default, on this machine's
 cores) and Dataflow, Flink or Spark run the same code; Beam's own pipeline options pass
-through (`beam_args`). Counters `documents`, `examples`, `tokens`, `masked_positions` (namespace
-`keras_bert`) are Beam metrics. Workers build the tokenizer from the vocabulary shipped in the
+through (`beam_args`). Beam's DaskRunner gets other steps where its own would lose or repeat
+work (`beam_dask`), and the same examples. Counters `documents`, `examples`, `tokens`,
+`masked_positions` (namespace `keras_bert`) are Beam metrics (the DaskRunner keeps none). Workers build the tokenizer from the vocabulary shipped in the
 pipeline itself (no shared file system needed for it); input files are read through Beam's
 `FileSystems`, so `gs://`, `s3://` and local paths all work.
 """
@@ -26,7 +27,9 @@ from keras_bert.pretraining.record_writer import COUNTERS
 from keras_bert.pretraining.tfrecord import shard_paths
 
 RUNNERS = {"direct": "DirectRunner", "dataflow": "DataflowRunner", "flink": "FlinkRunner",
-           "spark": "SparkRunner", "prism": "PrismRunner"}
+           "spark": "SparkRunner", "prism": "PrismRunner",
+           "dask": "apache_beam.runners.dask.dask_runner.DaskRunner"}
+DASK_TIMEOUT = 30  # seconds for a Dask scheduler to answer before the run is refused
 NAMESPACE = "keras_bert"
 PROCESS_PREFIX = "examples_in_process_"  # + the worker's pid: one counter per process
 
@@ -163,17 +166,32 @@ def _make_examples(beam):
 def build_pipeline(pipeline, files: Sequence[str], output: str, vocab: list[str],
                    lower_case: bool, rules: str, fmt: str = "auto", text_field: str = "text",
                    num_shards: int = 1, options: PretrainingOptions | None = None,
-                   pool_size: int = DEFAULT_POOL_SIZE):
+                   pool_size: int = DEFAULT_POOL_SIZE, for_dask: bool = False):
     """Adds the transforms to `pipeline` (a `beam.Pipeline`); returns the written paths'
-    `PCollection`."""
+    `PCollection`. `for_dask`: the DaskRunner's steps (`beam_dask`) where the other runners'
+    would lose or repeat work there."""
     beam = _beam()
     if pool_size < 2:
         raise ValueError(f"the random-next pool needs at least 2 documents, got {pool_size}")
     tokenize, make_examples = _dofns(beam)
     options = options or PretrainingOptions()
-    documents = (pipeline
-                 | "Files" >> beam.Create(sorted(files))
-                 | "SpreadFiles" >> beam.Reshuffle()
+    names = (pipeline
+             | "Files" >> beam.Create(sorted(files))
+             | "SpreadFiles" >> beam.Reshuffle())
+    if for_dask:
+        from keras_bert.pretraining import beam_dask
+
+        buckets = min(len(files), beam_dask.POOL_BUCKETS)
+        documents = (names
+                     | "ReadDocuments" >> beam.FlatMap(beam_dask.read_file_batches, fmt,
+                                                       text_field)
+                     | "Tokenize" >> beam.ParDo(tokenize(vocab, lower_case, rules)))
+        pool = beam_dask.random_next_pool(beam, documents, pool_size, buckets)
+        maker = beam_dask.joined_examples(make_examples)(vocab, lower_case, rules, options)
+        examples = (beam_dask.join_pool(beam, documents, pool, buckets)
+                    | "MakeExamples" >> beam.ParDo(maker))
+        return beam_dask.write_shards(beam, examples, shard_paths(output, num_shards))
+    documents = (names
                  | "ReadDocuments" >> beam.FlatMap(read_file_documents, fmt, text_field)
                  | "SpreadDocuments" >> beam.Reshuffle()
                  | "Batch" >> beam.BatchElements(min_batch_size=8, max_batch_size=256)
@@ -191,47 +209,112 @@ def build_pipeline(pipeline, files: Sequence[str], output: str, vocab: list[str]
 
 def run_pipeline(files: Sequence[str], output: str, tokenizer, runner: str = "direct",
                  beam_args: Sequence[str] = (), workers: int | None = None,
+                 dask_address: str | None = None, dask_timeout: int = DASK_TIMEOUT,
                  **kwargs) -> dict:
     """Runs the pipeline to completion; returns the counters (`COUNTERS`) Beam reported,
-    and under `"processes"` the examples each worker process made (`{pid: count}`).
+    and under `"processes"` the examples each worker process made (`{pid: count}`). A runner
+    that reports no Beam metrics (the DaskRunner) gives `None` for each counter and no
+    processes.
 
     `runner`: a name of `RUNNERS` or a Beam runner class name; `beam_args`: Beam pipeline
-    options (`--project=...`, `--temp_location=...`); `workers`: DirectRunner processes.
+    options (`--project=...`, `--temp_location=...`); `workers`: DirectRunner processes;
+    `dask_address`: the DaskRunner's `dask.distributed` scheduler (default: a `LocalCluster`
+    the runner starts here), which must answer within `dask_timeout` seconds.
     """
     beam = _beam()
-    from apache_beam.metrics.metric import MetricsFilter
     from apache_beam.options.pipeline_options import PipelineOptions
 
     files = expand_patterns(files)
-    args = [f"--runner={RUNNERS.get(runner.lower(), runner)}", *beam_args]
+    args = pipeline_args(runner, beam_args, workers, dask_address, dask_timeout)
+    if not output.startswith(("gs://", "s3://")):
+        os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    pipeline = beam.Pipeline(options=PipelineOptions(args))
+    try:
+        with pipeline:
+            build_pipeline(pipeline, files, output, tokenizer.vocab, tokenizer.lower_case,
+                           tokenizer.rules, for_dask=args[0] == f"--runner={RUNNERS['dask']}",
+                           **kwargs)
+    finally:
+        _close_dask_client(pipeline)
+    totals = _totals(pipeline.result)
+    paths = shard_paths(output, kwargs.get("num_shards", 1))
+    if totals["examples"] is None:  # no metrics: the shards' sizes say if any was written
+        written = _written_sizes(paths)
+        if any(written.values()):
+            return totals
+    elif totals["examples"]:
+        return totals
+    _take_back(paths)  # Beam has written empty shards: take them back, say why
+    documents = "fewer" if totals["documents"] is None else totals["documents"]
+    raise ValueError("the corpus gave no pretraining examples: "
+                     f"{TOO_FEW_DOCUMENTS.format(documents)} (identical documents count as "
+                     "one); nothing was written")
+
+
+def pipeline_args(runner: str, beam_args: Sequence[str] = (), workers: int | None = None,
+                  dask_address: str | None = None,
+                  dask_timeout: int = DASK_TIMEOUT) -> list[str]:
+    """Beam's pipeline options for `run_pipeline`."""
+    name = RUNNERS.get(runner.lower(), runner)
+    args = [f"--runner={name}", *beam_args]
     if not any(a.startswith("--default_sdk_harness_log_level") for a in beam_args):
         args.append("--default_sdk_harness_log_level=WARNING")  # workers: no INFO chatter
     if workers:
         args += [f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"]
-    if not output.startswith(("gs://", "s3://")):
-        os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-    with beam.Pipeline(options=PipelineOptions(args)) as pipeline:
-        build_pipeline(pipeline, files, output, tokenizer.vocab, tokenizer.lower_case,
-                       tokenizer.rules, **kwargs)
-    result = pipeline.result
-    counters = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]
+    if name == RUNNERS["dask"]:
+        from keras_bert.pretraining.beam_dask import dask_args
+
+        args += dask_args(dask_address, dask_timeout)
+        if not any(a.startswith(("--dask_npartitions", "--dask_partition_size"))
+                   for a in beam_args):
+            # Beam puts 128 elements in a Dask partition by default: all the input files
+            # in one task, on one worker. One file per partition spreads the files.
+            args.append("--dask_partition_size=1")
+    elif dask_address:
+        raise ValueError(f"a Dask scheduler address needs --runner dask, not {runner}")
+    return args
+
+
+def _close_dask_client(pipeline) -> None:
+    """The DaskRunner leaves its `distributed.Client` open after the run: close it."""
+    client = getattr(getattr(pipeline, "result", None), "client", None)
+    if client is not None:
+        client.close()
+
+
+def _totals(result) -> dict:
+    """The `keras_bert` counters of a finished pipeline (`None` each where the runner
+    keeps no metrics) and the examples per worker process."""
+    from apache_beam.metrics.metric import MetricsFilter
+
     totals: dict = dict.fromkeys(COUNTERS, 0)
     totals["processes"] = {}
-    for counter in counters:
+    try:
+        metrics = result.metrics()
+    except NotImplementedError:  # the DaskRunner collects none
+        return {**dict.fromkeys(COUNTERS), "processes": {}}
+    for counter in metrics.query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
         name, value = counter.key.metric.name, counter.committed or counter.attempted or 0
         if name.startswith(PROCESS_PREFIX):
             pid = int(name[len(PROCESS_PREFIX):])
             totals["processes"][pid] = totals["processes"].get(pid, 0) + value
         else:
             totals[name] += value
-    if not totals["examples"]:  # Beam has written empty shards: take them back, say why
-        from apache_beam.io.filesystems import FileSystems
-
-        written = [p for p in shard_paths(output, kwargs.get("num_shards", 1))
-                   if FileSystems.exists(p)]
-        if written:
-            FileSystems.delete(written)
-        raise ValueError("the corpus gave no pretraining examples: "
-                         f"{TOO_FEW_DOCUMENTS.format(totals['documents'])} (identical "
-                         "documents count as one); nothing was written")
     return totals
+
+
+def _written_sizes(paths: Sequence[str]) -> dict[str, int]:
+    """The bytes of each of `paths` that exists."""
+    from apache_beam.io.filesystems import FileSystems
+
+    found = FileSystems.match(list(paths), limits=[1] * len(paths))
+    return {m.path: m.size_in_bytes for result in found for m in result.metadata_list}
+
+
+def _take_back(paths: Sequence[str]) -> None:
+    """Deletes those of `paths` that were written."""
+    from apache_beam.io.filesystems import FileSystems
+
+    written = [p for p in paths if FileSystems.exists(p)]
+    if written:
+        FileSystems.delete(written)

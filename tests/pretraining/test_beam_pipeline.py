@@ -2,16 +2,21 @@
 the single-process writer (the same multiset of serialized records) for the same inputs and
 seed, with several DirectRunner worker processes, inputs in three formats over three files,
 a random-next pool smaller than the corpus and whole-word masking; and the per-document
-determinism that makes it so."""
+determinism that makes it so. `--runner dask` on a `dask.distributed` cluster of 2 worker
+processes on 127.0.0.1 writes exactly the DirectRunner's examples."""
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import glob
+import io
 import json
 import os
 import random
 import re
+import socket
+import time
 
 import numpy as np
 import pytest
@@ -73,27 +78,41 @@ def _counts(printed: str) -> dict:
                     strict=True))
 
 
+def _options(corpus_files) -> list[str]:
+    """The corpus and the options every writer below is given."""
+    return ["--vocab", VOCAB, "--input", *corpus_files, "--seq-length", "64",
+            "--max-predictions", "10", "--dupe-factor", "2", "--whole-word",
+            "--random-next-pool", "12", "--seed", "7", "--num-shards", "3"]
+
+
+@pytest.fixture(scope="module")
+def direct_run(corpus_files, tmp_path_factory):
+    """The DirectRunner's shards (2 worker processes) and the counts it printed."""
+    require("apache_beam")
+    output = tmp_path_factory.mktemp("direct") / "beam"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["create-pretraining-data", *_options(corpus_files), "--output",
+                     str(output), "--runner", "direct", "--workers", "2"]) == 0
+    return f"{output}-*-of-00003", _counts(printed.getvalue())
+
+
 @pytest.mark.slow
 def test_direct_runner_writes_what_the_single_process_writer_writes(corpus_files, documents,
-                                                                    tmp_path, capsys):
-    require("apache_beam")
-    common = ["--vocab", VOCAB, "--input", *corpus_files, "--seq-length", "64",
-              "--max-predictions", "10", "--dupe-factor", "2", "--whole-word",
-              "--random-next-pool", "12", "--seed", "7", "--num-shards", "3"]
-    assert main(["create-pretraining-data", *common, "--output", str(tmp_path / "one")]) == 0
+                                                                    direct_run, tmp_path,
+                                                                    capsys):
+    assert main(["create-pretraining-data", *_options(corpus_files), "--output",
+                 str(tmp_path / "one")]) == 0
     single = _counts(capsys.readouterr().out)
-    assert main(["create-pretraining-data", *common, "--output", str(tmp_path / "beam"),
-                 "--runner", "direct", "--workers", "2"]) == 0
-    beam = _counts(capsys.readouterr().out)
+    beam_shards, beam = direct_run
     assert beam == single  # Beam metrics == the writer's own counts
     assert single["documents"] == len(documents) and single["examples"] > 300
 
-    ours, theirs = _records(str(tmp_path / "one-*-of-00003")), _records(
-        str(tmp_path / "beam-*-of-00003"))
+    ours, theirs = _records(str(tmp_path / "one-*-of-00003")), _records(beam_shards)
     assert sum(ours.values()) == single["examples"]
     assert ours == theirs
 
-    batch = next(iter(read_examples(str(tmp_path / "beam-*"), 64, 10, 10**6)))  # all
+    batch = next(iter(read_examples(beam_shards, 64, 10, 10**6)))  # all
     ids, weights = batch["input_word_ids"].numpy(), batch["masked_lm_weights"].numpy()
     assert (ids[:, 0] == 2).all()  # [CLS] of the embedded vocab
     assert int(weights.sum()) == single["masked"]
@@ -158,7 +177,7 @@ def test_bad_pools_are_refused(tokenized):
 def test_beam_only_options_need_a_runner(tmp_path, capsys):
     assert main(["create-pretraining-data", "--vocab", VOCAB, "--output", str(tmp_path / "x"),
                  "--workers", "2"]) == 2
-    assert "--workers and --beam-options need --runner" in capsys.readouterr().err
+    assert "--workers, --beam-options and --dask-address need --runner" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "x")
 
 
@@ -192,3 +211,69 @@ def test_too_small_a_corpus_is_refused_by_both_writers_and_nothing_is_left(tmp_p
             assert "NSP needs at least 2 different non-empty documents, got" in error, error
             assert os.listdir(out) == [], (runner, shards)  # no shards, no Beam temp files
             out.rmdir()
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """A `dask.distributed` cluster of 2 worker processes on 127.0.0.1, and a client of it."""
+    require("apache_beam")
+    distributed = require("distributed")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  host="127.0.0.1", dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        yield cluster, client
+
+
+@pytest.mark.slow
+def test_dask_runner_on_a_local_cluster_writes_what_the_direct_runner_writes(
+        corpus_files, direct_run, dask_cluster, tmp_path, capsys):
+    cluster, client = dask_cluster
+    output = tmp_path / "dask" / "beam"
+    assert main(["create-pretraining-data", *_options(corpus_files), "--output", str(output),
+                 "--runner", "dask", "--dask-address", cluster.scheduler_address]) == 0
+    assert "the dask runner reports no Beam metrics, so no counts" in capsys.readouterr().out
+    direct_shards, direct = direct_run
+    ours = _records(f"{output}-*-of-00003")
+    assert sum(ours.values()) == direct["examples"]
+    assert ours == _records(direct_shards)
+    # The shards alone: no temporary folder of Beam's write is left.
+    assert sorted(os.listdir(output.parent)) == [f"beam-{i:05d}-of-00003" for i in range(3)]
+    # Both worker processes ran the pipeline's tasks (one input file per Dask partition).
+    executed = client.run(lambda dask_worker: dask_worker.state.executed_count)
+    assert len(executed) == 2 and min(executed.values()) > 0, executed
+
+
+def test_dask_runner_refuses_too_small_a_corpus_and_leaves_nothing(dask_cluster, tmp_path,
+                                                                   capsys):
+    cluster, _ = dask_cluster
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("One sentence here. Another one follows.", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["create-pretraining-data", "--vocab", VOCAB, "--input", str(corpus),
+                 "--output", str(out / "records"), "--num-shards", "2", "--runner", "dask",
+                 "--dask-address", cluster.scheduler_address]) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "NSP needs at least 2 different non-empty documents, got fewer" in error, error
+    assert os.listdir(out) == []
+
+
+def test_a_dask_scheduler_nobody_answers_is_named_in_one_line(tmp_path, capsys):
+    require("apache_beam")
+    require("distributed")
+    from keras_bert.pretraining.beam_dask import dask_args
+
+    with socket.socket() as free:  # a port of 127.0.0.1 that nothing listens on once closed
+        free.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{free.getsockname()[1]}"
+    assert main(["create-pretraining-data", "--vocab", VOCAB, "--output",
+                 str(tmp_path / "out" / "records"), "--runner", "dask", "--dask-address",
+                 address, "--dask-timeout", "2"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"keras-bert create-pretraining-data: error: ConnectionError: no Dask scheduler "
+        f"answered at {address} within 2 s"]
+    assert not os.path.exists(tmp_path / "out")  # refused before anything is made
+
+    start = time.monotonic()  # the stated timeout, not Dask's default of 30 s
+    with pytest.raises(ConnectionError, match=f"at {address} within 2 s"):
+        dask_args(address, timeout=2)
+    assert 2 <= time.monotonic() - start < 10
