@@ -72,15 +72,10 @@ def run_distillation(job: DistillJob) -> dict:
     """
     import keras
 
-    from keras_bert.tasks.batches import Batching
     from keras_bert.tasks.task_model import TextTaskModel
     from keras_bert.tasks.text_classification import readers
-    from keras_bert.tasks.text_classification.distillation import (
-        build_student,
-        teacher_targets_stream,
-    )
+    from keras_bert.tasks.text_classification.distillation import build_student
     from keras_bert.tasks.text_classification.model import TextClassifier
-    from keras_bert.training.backends import compiles_per_shape, default_jit_compile
     from keras_bert.training.json_output import write_json
     from keras_bert.training.plots import plot_history
 
@@ -103,11 +98,7 @@ def run_distillation(job: DistillJob) -> dict:
                      or teacher.preprocessor.max_length)
     preprocessor = teacher.preprocessor.with_length(seq_length)
     train = readers.read_examples(job.train, **_columns(job, config, teacher.labels))
-    # The student's batches as a classifier's fit cuts them: to their rows' length.
-    reader = TextClassifier(teacher.network, preprocessor, teacher.labels, config)
-    batching = Batching().resolved(seq_length, compiles_per_shape(default_jit_compile()))
-    train_ds, count = teacher_targets_stream(reader, teacher.network, train, job.batch_size,
-                                             job.seed, batching)
+    train_ds, count = _student_stream(job, teacher, preprocessor, config, train)
     student = build_student(teacher.network.encoder.config, job.student_preset,
                             len(teacher.labels), seq_length)
     logs = _distill(job, teacher.network, student, train_ds, count)
@@ -125,6 +116,21 @@ def run_distillation(job: DistillJob) -> dict:
     result["seconds"] = round(time.perf_counter() - start, 1)
     write_json(os.path.join(job.out, "metrics.json"), result)
     return result
+
+
+def _student_stream(job: DistillJob, teacher, preprocessor, config, train) -> tuple:
+    """The student's training batches, cut to their rows' length as a classifier's `fit`
+    cuts them, with the teacher's logits; and the examples they hold."""
+    from keras_bert.tasks.batches import Batching
+    from keras_bert.tasks.text_classification.distillation import teacher_targets_stream
+    from keras_bert.tasks.text_classification.model import TextClassifier
+    from keras_bert.training.backends import compiles_per_shape, default_jit_compile
+
+    reader = TextClassifier(teacher.network, preprocessor, teacher.labels, config)
+    batching = Batching().resolved(preprocessor.seq_length,
+                                   compiles_per_shape(default_jit_compile()))
+    return teacher_targets_stream(reader, teacher.network, train, job.batch_size, job.seed,
+                                  batching)
 
 
 def _columns(job: DistillJob, config, labels) -> dict:

@@ -49,12 +49,13 @@ def dask_args(address: str | None, timeout: int) -> list[str]:
     return [f"--dask_client_address={address}", f"--dask_connection_timeout={timeout}"]
 
 
-def read_file_batches(path: str, fmt: str, text_field: str, size: int = BATCH):
-    """The documents of one corpus file in lists of up to `size`."""
-    from keras_bert.pretraining.beam_pipeline import read_file_documents
-
+def read_file_batches(path: str, read_documents, fmt: str, text_field: str,
+                      size: int = BATCH):
+    """The documents of one corpus file, as `read_documents(path, fmt, text_field)` reads
+    them (the pipeline's reader: passed in, so that this module does not import the
+    pipeline that imports it), in lists of up to `size`."""
     batch = []
-    for document in read_file_documents(path, fmt, text_field):
+    for document in read_documents(path, fmt, text_field):
         batch.append(document)
         if len(batch) == size:
             yield batch

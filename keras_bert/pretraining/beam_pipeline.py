@@ -183,8 +183,8 @@ def build_pipeline(pipeline, files: Sequence[str], output: str, vocab: list[str]
 
         buckets = min(len(files), beam_dask.POOL_BUCKETS)
         documents = (names
-                     | "ReadDocuments" >> beam.FlatMap(beam_dask.read_file_batches, fmt,
-                                                       text_field)
+                     | "ReadDocuments" >> beam.FlatMap(beam_dask.read_file_batches,
+                                                       read_file_documents, fmt, text_field)
                      | "Tokenize" >> beam.ParDo(tokenize(vocab, lower_case, rules)))
         pool = beam_dask.random_next_pool(beam, documents, pool_size, buckets)
         maker = beam_dask.joined_examples(make_examples)(vocab, lower_case, rules, options)
