@@ -16,7 +16,6 @@ options (`keras_bert.cli.options.add_job_options`): each setting is written once
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import sys
@@ -155,15 +154,13 @@ class FinetuneJob:
 def finetuning_model(job: FinetuneJob):
     """`(model, train rows, eval rows or None)`: the untrained model `job` fits (its kind's
     class, `_for_job`) and the rows of its files."""
-    from keras_bert.training.distribution import get_distribution
+    from keras_bert.training.distribution import built_in
     from keras_bert.training.fit_schedule import FitSchedule
 
     model_class = task_class(job.task)
     train = model_class._read_rows(job.train, job)
-    distribution = get_distribution(job.distribution)
-    with distribution.scope() if distribution is not None else contextlib.nullcontext():
-        model = model_class._for_job(job, train)  # JAX: laid out as its variables are made
-    model.distribution = distribution
+    # JAX: laid out as its variables are made, as `from_pretrained(distribution=)` does.
+    model = built_in(job.distribution, lambda: model_class._for_job(job, train))
     evaluation = model_class._read_rows(job.eval, job, model.labels) if job.eval else None
     model.compile(schedule=FitSchedule(job.learning_rate, job.warmup_fraction,
                                        job.weight_decay))

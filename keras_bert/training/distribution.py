@@ -35,10 +35,6 @@ import keras
 BATCH_AXIS = "batch"
 MODEL_AXIS = "model"
 CHOICES = ("auto", "none", "data_parallel", "model_parallel:N")
-HELP = ("JAX: train on several devices with keras.distribution: data_parallel (each batch "
-        "split across all devices), model_parallel:N (BERT's kernels sharded over N devices, "
-        "batches over the rest), auto (data_parallel when more than one device is "
-        "visible) or none")
 
 # BERT's weights sharded over the `model` axis as Megatron-LM shards them (Shoeybi et al.
 # 2019): the attention's query/key/value and the FFN's first kernel by columns (each device
@@ -156,6 +152,18 @@ def check_batch_size(distribution, batch_size: int) -> None:
                          f"multiple of {ways}")
 
 
+def built_in(choice, build):
+    """The model `build()` returns, built in the scope of the distribution `choice` names
+    (`get_distribution`), so that Keras lays its variables out as it creates them; the
+    model keeps that distribution (`distribution` attribute, None where `choice` is None:
+    Keras' own then applies) for `fit`."""
+    chosen = get_distribution(choice)
+    with chosen.scope() if chosen is not None else contextlib.nullcontext():
+        model = build()
+    model.distribution = chosen if choice is not None else None
+    return model
+
+
 def distributed_builder(builder):
     """A classmethod body taking `distribution=` (a `get_distribution` choice; None: Keras'
     own, if any): the model is built in that distribution's scope, so Keras lays its
@@ -163,11 +171,7 @@ def distributed_builder(builder):
 
     @functools.wraps(builder)
     def build(cls, *args, distribution=None, **kwargs):
-        chosen = get_distribution(distribution)
-        with chosen.scope() if chosen is not None else contextlib.nullcontext():
-            model = builder(cls, *args, **kwargs)
-        model.distribution = chosen if distribution is not None else None
-        return model
+        return built_in(distribution, lambda: builder(cls, *args, **kwargs))
 
     # The signature `help()` shows: the builder's, with `distribution` before any **kwargs.
     signature = inspect.signature(builder)
@@ -202,6 +206,6 @@ def _require_jax(what: str) -> None:
                          "keras_bert.training.get_strategy)")
 
 
-__all__ = ["BERT_LAYOUT", "BertModelParallel", "CHOICES", "HELP", "bert_layout_map",
+__all__ = ["BERT_LAYOUT", "BertModelParallel", "CHOICES", "bert_layout_map", "built_in",
            "check_batch_size", "check_layout", "data_parallel_size", "distributed_builder",
            "get_distribution", "parse", "undistributed"]
