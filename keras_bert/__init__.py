@@ -6,23 +6,11 @@ not import Keras.
 """
 
 import importlib
-import importlib.util
-import os
 
-# TensorFlow is the package's backend (the text pipeline and the exports are TensorFlow's);
-# where it is not installed (an accelerator image with JAX alone), the networks and the
-# training loop on token ids run on JAX. KERAS_BACKEND, when set, wins.
-if "KERAS_BACKEND" not in os.environ:
-    os.environ["KERAS_BACKEND"] = (
-        "tensorflow" if importlib.util.find_spec("tensorflow") is not None
-        or importlib.util.find_spec("jax") is None else "jax")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# TensorFlow turns its oneDNN kernels on by itself only on x86 CPUs with AVX-512 VNNI/BF16
-# or AMX; on the others (AVX2 alone: AMD EPYC Zen 3, older Xeons) it runs Eigen's, and an
-# all-MiniLM-L6-v2 fine-tuning step took 1.26x as long (docs/backends.md, "CPU kernels").
-# It reads the variable when its runtime starts, so this holds where keras_bert is imported
-# before TensorFlow; TF_ENABLE_ONEDNN_OPTS, when set, wins.
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+from keras_bert import environment
+
+# Before Keras or TensorFlow is imported: they read these variables when they start.
+environment.choose_defaults()
 
 __version__ = "0.1.0"
 __all__ = ["PRESETS", "BertConfig", "BertEncoder", "FitSchedule", "MultiLabelClassifier",

@@ -26,6 +26,7 @@ import sys
 
 import pytest
 
+from keras_bert.environment import user_environment
 from tests.export.runtimes import RUNTIMES, image_environment, installed_versions
 
 # The build fetches ~90 MB of wheels; ~1.5 min on 2 cores. The image is TF 2.20.0's runtime
@@ -62,7 +63,7 @@ print(json.dumps({
 def _offline_env() -> dict[str, str]:
     """No pip configuration (this machine's adds find-links and indexes) and a dead proxy:
     a request to any index would fail."""
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("PIP_")}
+    env = {k: v for k, v in user_environment().items() if not k.upper().startswith("PIP_")}
     dead = "http://127.0.0.1:9"
     return dict(env, PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1",
                 HTTP_PROXY=dead, HTTPS_PROXY=dead, http_proxy=dead, https_proxy=dead,

@@ -29,6 +29,7 @@ import sys
 
 import pytest
 
+from keras_bert.environment import user_environment
 from tests.export.runtimes import cache_dir, environment_python
 from tests.support.built_distributions import built_distributions
 from tests.support.installed_commands import run_commands
@@ -52,7 +53,7 @@ def smoke_environment() -> dict[str, str]:
     """The inner suite's environment: CI's rules (CI=true: a missing reference fails) without
     CI's rotation. With `KERAS_BERT_ROTATION`, the inner run would keep only its landing's slow
     tests among the smoke files, and drop the slow tokenizer comparisons in most landings."""
-    env = dict(os.environ, CI="true", TF_CPP_MIN_LOG_LEVEL="3")
+    env = user_environment(CI="true", TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("KERAS_BERT_ROTATION", None)
     return env
 

@@ -20,6 +20,8 @@ import re
 import subprocess
 import sys
 
+from keras_bert.environment import user_environment
+
 SESSION_BUNDLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "session_bundle.py")
 _OP_PATTERNS = (re.compile(r"No OpKernel was registered to support Op '([^']+)'"),
                 re.compile(r"Op type not registered '([^']+)'"))
@@ -78,7 +80,7 @@ def missing_ops_in(message: str) -> list[str]:
 def check_in_runtime(export_dir: str, python: str = sys.executable,
                      timeout: float = 600) -> RuntimeReport:
     """Loads `export_dir` with the interpreter `python` and runs each signature once."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env = user_environment(TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("PYTHONPATH", None)
     # -I: the script's folder (keras_bert/export) is not put on sys.path.
     done = subprocess.run([python, "-I", SESSION_BUNDLE, os.path.abspath(export_dir)],

@@ -24,6 +24,7 @@ import pytest
 
 from keras_bert.checkpoints import load_model_dir
 from keras_bert.checkpoints.conversion import write_checkpoint
+from keras_bert.environment import user_environment
 from keras_bert.tasks.task_conversion import convert
 from keras_bert.text.preprocessor import BertPreprocessor
 from keras_bert.text.vocab_builder import build_vocab, save_vocab
@@ -109,7 +110,7 @@ def _written(root, vocab_file: str) -> dict:
 def _run(root, spec: dict) -> None:
     manifest = root / "spec.json"
     manifest.write_text(json.dumps(spec))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env = user_environment(TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("PYTHONPATH", None)
     done = subprocess.run([model_garden_python(), SCRIPT, str(manifest)], cwd=str(root),
                           env=env, capture_output=True, text=True, timeout=1200)

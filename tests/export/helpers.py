@@ -12,6 +12,7 @@ import keras
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import save_model_dir
+from keras_bert.environment import user_environment
 from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.registry import task_class
 from tests.export.run_session_bundle import load_arrays, save_arrays
@@ -74,7 +75,7 @@ def run_session_jobs(python: str, jobs: list[dict], workdir) -> str:
     manifest = os.path.join(str(workdir), "jobs.json")
     with open(manifest, "w", encoding="utf-8") as f:
         json.dump(jobs, f)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env = user_environment(TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("PYTHONPATH", None)
     done = subprocess.run([python, os.path.join(HERE, "run_session_bundle.py"), manifest],
                           cwd=str(workdir), env=env, capture_output=True, text=True,

@@ -19,6 +19,8 @@ import shutil
 import subprocess
 import sys
 
+from keras_bert.environment import user_environment
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 # runtime name -> (tensorflow, tensorflow-text)
 RUNTIMES = {"tensorflow-2.20.0": ("2.20.0", "2.20.0"),
@@ -81,7 +83,7 @@ def environment_python(name: str, *pip_commands: list[str], expect_tensorflow: s
             found = subprocess.run(
                 [python, "-c", "import tensorflow as tf; print(tf.__version__)"],
                 check=True, capture_output=True, text=True,
-                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")).stdout.split()[-1]
+                env=user_environment(TF_CPP_MIN_LOG_LEVEL="3")).stdout.split()[-1]
             if found != expect_tensorflow:
                 raise RuntimeError(f"{folder} has tensorflow {found}, not {expect_tensorflow}")
             open(done, "w").close()

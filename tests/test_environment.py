@@ -1,0 +1,87 @@
+"""What `import keras_bert` sets for TensorFlow and Keras, and what a process of another
+runtime inherits from it (`keras_bert.environment`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from keras_bert import environment
+from keras_bert.export import runtime_check
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHOSEN_NAMES = ("KERAS_BACKEND", "TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")
+
+PROBE = """
+import json, os
+import keras_bert  # noqa: F401  (first, as a user's script does)
+from keras_bert.environment import CHOSEN, user_environment
+from tensorflow.python.util import _pywrap_util_port
+print(json.dumps({"onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
+                  "mkl": bool(_pywrap_util_port.IsMklEnabled()), "chosen": CHOSEN,
+                  "child": user_environment().get("TF_ENABLE_ONEDNN_OPTS")}))
+"""
+
+
+def _probe(**settings: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in CHOSEN_NAMES}
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, capture_output=True,
+                          text=True, timeout=180, env={**env, **settings})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_importing_keras_bert_first_turns_on_onednn_and_keeps_it_from_children():
+    # TensorFlow itself leaves oneDNN off on AVX2-only x86 CPUs, where it measured faster;
+    # the installed TensorFlow (the constraints' 2.21) is one keras_bert turns it on for.
+    found = _probe()
+    assert (found["onednn"], found["mkl"]) == ("1", True)
+    assert found["chosen"]["TF_ENABLE_ONEDNN_OPTS"] == "1"
+    assert found["child"] is None  # another runtime gets the user's environment
+
+
+@pytest.mark.parametrize("setting", ["0", "1"])
+def test_the_users_onednn_setting_wins_and_reaches_children(setting):
+    found = _probe(TF_ENABLE_ONEDNN_OPTS=setting)
+    assert (found["onednn"], found["mkl"]) == (setting, setting == "1")
+    assert "TF_ENABLE_ONEDNN_OPTS" not in found["chosen"]
+    assert found["child"] == setting
+
+
+@pytest.mark.parametrize(("version", "on"), [((2, 21), True), ((2, 22), True), ((3, 0), True),
+                                             ((2, 20), False), ((2, 16), False),
+                                             (None, False)])
+def test_onednn_is_forced_only_on_the_tensorflow_it_was_measured_with(version, on):
+    assert environment.onednn_by_default(version) is on
+
+
+def test_user_environment_drops_our_choices_only_while_they_hold(monkeypatch):
+    monkeypatch.setattr(environment, "CHOSEN", {"TF_ENABLE_ONEDNN_OPTS": "1",
+                                                "KERAS_BACKEND": "tensorflow"})
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
+    monkeypatch.setenv("KERAS_BACKEND", "jax")  # changed by the user since: theirs now
+    env = environment.user_environment(TF_CPP_MIN_LOG_LEVEL="3")
+    assert "TF_ENABLE_ONEDNN_OPTS" not in env
+    assert env["KERAS_BACKEND"] == "jax" and env["TF_CPP_MIN_LOG_LEVEL"] == "3"
+    assert env["PATH"] == os.environ["PATH"]
+
+
+def test_an_export_checked_in_another_runtime_runs_without_our_choices(monkeypatch, tmp_path):
+    # TensorFlow 2.12's oneDNN aborted on an AVX2-only CPU with TF_ENABLE_ONEDNN_OPTS=1
+    # ("could not create a primitive descriptor") in CI's runtime matrix.
+    monkeypatch.setattr(environment, "CHOSEN", {"TF_ENABLE_ONEDNN_OPTS": "1"})
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
+    seen = {}
+
+    def run(command, env, **kwargs):
+        seen.update(env)
+        return subprocess.CompletedProcess(command, 1, "", "no runtime here")
+
+    monkeypatch.setattr(runtime_check.subprocess, "run", run)
+    report = runtime_check.check_in_runtime(str(tmp_path), python="python-of-tf-2.12")
+    assert "could not run the check" in report.load_error
+    assert "TF_ENABLE_ONEDNN_OPTS" not in seen and seen["TF_CPP_MIN_LOG_LEVEL"] == "3"
