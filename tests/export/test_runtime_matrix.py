@@ -206,14 +206,22 @@ CASES = [pytest.param(runtime, name, id=f"{runtime}-{name}", marks=(
 @pytest.fixture(scope="module")
 def runtimes(exports, tmp_path_factory):
     """`runtime name -> outputs of every export job there`, each runtime run on first use
-    (one process per runtime, all its exports)."""
-    done = {}
+    (one process per runtime, all its exports). A runtime that fails fails each of its
+    cases with its first error, without running again (a crashed runtime would otherwise
+    rerun once per case: 16 minutes of CI)."""
+    done, failed = {}, {}
 
     def outputs(name: str) -> dict:
+        if name in failed:
+            raise AssertionError(f"{name} failed on its first case: {failed[name]}")
         if name not in done:
             python = sys.executable if name == "this" else runtime_python(name)
             cases = {export: exports[export] for export in NAMES[name]}
-            done[name] = _run_runtime(python, cases, tmp_path_factory.mktemp(name))
+            try:
+                done[name] = _run_runtime(python, cases, tmp_path_factory.mktemp(name))
+            except Exception as error:
+                failed[name] = str(error)[-1500:]
+                raise
         return done[name]
     return outputs
 
