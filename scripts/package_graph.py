@@ -30,19 +30,52 @@ def module_files(repo: str, folder: str) -> dict[str, str]:
     return modules
 
 
-def imported(path: str, modules=()) -> set[str]:
+def imported(path: str, modules=(), at_import: bool = False) -> set[str]:
     """The dotted names the imports of the module at `path` name, those inside functions
-    too: `import a.b` names `a.b`; `from a import b` names `a.b` where that is one of
-    `modules`, else `a`."""
+    too unless `at_import` (then only what runs when the module is imported: function
+    bodies left out, class bodies and module-level `if`/`try` kept): `import a.b` names
+    `a.b`; `from a import b` names `a.b` where that is one of `modules`, else `a`."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read())
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _walk(tree, skip_functions=at_import):
         if isinstance(node, ast.ImportFrom) and node.module:
             names.update(f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}"
                          in modules else node.module for alias in node.names)
         elif isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
+    return names
+
+
+def _walk(tree, skip_functions: bool):
+    """`ast.walk(tree)`, without the bodies of functions where `skip_functions`."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not (skip_functions and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                          ast.Lambda))):
+                todo.append(child)
+
+
+def imported_at_import(repo: str, module: str) -> set[str]:
+    """Every dotted name importing `module` (a `keras_bert` module) imports, following
+    `keras_bert`'s own modules and their parent packages' `__init__`s transitively, as
+    `imported(..., at_import=True)` reads them (imports inside functions left out)."""
+    modules = module_files(repo, "keras_bert")
+    seen: set[str] = set()
+    names: set[str] = set()
+    todo = [module]
+    while todo:
+        current = todo.pop()
+        parts = current.split(".")
+        for name in [".".join(parts[:i]) for i in range(1, len(parts) + 1)]:
+            if name in modules and name not in seen:
+                seen.add(name)
+                found = imported(modules[name], modules, at_import=True)
+                names |= found
+                todo.extend(n for n in found if n.split(".")[0] == "keras_bert")
     return names
 
 
