@@ -1,12 +1,13 @@
 """Checkpoints that resume training exactly: model AND optimizer state, every few minutes.
 
-Keras' `BackupAndRestore` saves the model weights only (Adam's moments and the step counter
-start over after a restart), so a resumed run drifts from an uninterrupted one. This callback
-stores every model variable (dropout seed states included) and every optimizer variable
-(moments, iteration, loss scale) with the job's arguments, and `restore` puts them back
-before `fit`; with a data stream that is a pure function of the step
-(`keras_bert.training.resume.fit_from_step`), the resumed run computes exactly what the
-uninterrupted run would have.
+Keras' `BackupAndRestore` (3.15) restores the weights, the optimizer's variables and the
+epoch, but not the step within the epoch: after a kill mid-epoch, `fit` starts that epoch's
+data over, so a resumed run drifts from an uninterrupted one; and it saves by batch count or
+epoch, not by time. This callback stores every model variable (dropout seed states
+included) and every optimizer variable (moments, iteration, loss scale) with the job's
+arguments, and `restore` puts them back before `fit`; with a data stream that is a pure
+function of the step (`keras_bert.training.resume.fit_from_step`, from the optimizer's
+iteration), the resumed run computes exactly what the uninterrupted run would have.
 
 When: at the end of every epoch, every `every_steps` steps when set, and after any step
 that ends `every_seconds` (default 10 minutes) after the previous save, so that a kill
