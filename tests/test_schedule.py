@@ -88,7 +88,7 @@ def _landings(pytester, monkeypatch) -> tuple[dict[int, list[str]], dict[int, st
     """For each landing of a cycle: the test ids CI's selection collects (in order) and the
     report's landing line."""
     selected, lines = {}, {}
-    for turn in range(120, 120 + CYCLE):  # 120 % CYCLE == 0
+    for turn in range(240, 240 + CYCLE):  # 240 % CYCLE == 0
         monkeypatch.setenv("KERAS_BERT_ROTATION", str(turn))
         outlines = _collect(pytester, "-m", "not exhaustive or ci_pick")
         selected[turn % CYCLE] = [line for line in outlines if "::" in line]

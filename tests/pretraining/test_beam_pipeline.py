@@ -243,6 +243,9 @@ def test_dask_runner_on_a_local_cluster_writes_what_the_direct_runner_writes(
     assert len(executed) == 2 and min(executed.values()) > 0, executed
 
 
+# 73 s on a busy 2-core Zen 3: starts a LocalCluster of 2 workers; the one-line refusal of a
+# scheduler nobody answers stays in the README's tier
+@pytest.mark.slow
 def test_dask_runner_refuses_too_small_a_corpus_and_leaves_nothing(dask_cluster, tmp_path,
                                                                    capsys):
     cluster, _ = dask_cluster

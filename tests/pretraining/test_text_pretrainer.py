@@ -58,6 +58,8 @@ class _StopAfterFirstEpoch(keras.callbacks.Callback):
         raise _Preempted  # after the checkpoint, first of the callbacks, saved the epoch
 
 
+# 41 s on a busy 2-core Zen 3: two fits; kill-9 resume is tests/jobs/test_pretrain_resume.py's
+@pytest.mark.slow
 def test_fit_interrupted_resumes_from_its_checkpoint(corpus, tmp_path):
     """`fit(checkpoint=...)` stopped after its first epoch and called again on a new model
     resumes at step 2 of 4 (it runs 2 steps) and ends with the weights of the fit that ran

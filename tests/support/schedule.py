@@ -29,7 +29,9 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-CYCLE = 12
+# 16, not 12: each landing's slow tests at ~565 s of recorded time rather than ~740, which
+# kept CI's own runs at 31-32 min with the README's tier (its target is under 30).
+CYCLE = 16
 DEVELOPMENT_PYTHON = "3.11"
 # The other supported Pythons, each in one landing of the cycle (setup.cfg's classifiers).
 PYTHON_SLOTS = {"3.10": 4, "3.12": 5, "3.13": 11}

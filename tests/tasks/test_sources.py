@@ -137,6 +137,8 @@ def _references(sources: dict[str, str], tmp_path) -> dict[str, np.ndarray]:
     return want
 
 
+# 45 s on a busy 2-core Zen 3: every source loaded in a subprocess with its own TMPDIR
+@pytest.mark.slow
 def test_loads_leave_the_temporary_directory_as_they_found_it(sources, tmp_path):
     require("huggingface_hub")
     tmp = tmp_path / "tmp"

@@ -154,6 +154,7 @@ def test_regression_head(hf, tmp_path, capsys):
     assert config["problem_type"] == "regression" and len(config["id2label"]) == 1
 
 
+@pytest.mark.slow  # 36 s on a busy 2-core Zen 3: a fresh TensorFlow process
 @pytest.mark.needs_torch
 def test_classifier_export_answers_through_tf_serving_loader(hf, tmp_path, capsys):
     from tests.export.helpers import run_fresh
