@@ -275,3 +275,28 @@ def test_cli_writes_a_quantized_file_with_label_names(classifier, tmp_path, caps
         assert model.metadata["quantize"] == "int8"
         answers = model.predict(["Call me Ishmael.", "", "naïve café"])
     assert all(a["label"] in LABELS for a in answers)
+
+
+def test_a_windowed_file_says_what_it_read_as_the_saved_model(tmp_path):
+    """The README tier's guard of the windowed LiteRT graph (`litert_windows.py`), which
+    `test_litert_spans.py` checks for every windowed kind in the slow tier: a classifier at
+    16 pieces (14 a window) reading in windows 3 pieces apart, at most 3 a text, answers
+    and says what it read (`num_tokens`, `num_windows`, `truncated`) as its SavedModel."""
+    task = {"kind": "classify", "seq_length": 16,
+            "long_text": {"mode": "windows", "doc_stride": 3, "max_windows": 3}}
+    task_dir = make_tiny_task_dir(tmp_path, task, LABELS, vocab_file=uncased_vocab_path())
+    saved = export_model(task_dir, str(tmp_path / "saved"), target=None)
+    lite = export_model(task_dir, str(tmp_path / "lite"), format="litert", tokenizer="fast-bert")
+    texts = ["", "the " * 14, "the " * 15, "the " * 17, "the " * 40]
+    with LiteRTModel(lite.path) as model, SessionBundle(saved.path) as bundle:
+        got = model(text=texts)
+        want = bundle.run("serving_default", {"text": np.array([t.encode() for t in texts],
+                                                               dtype=object)})
+    # One window up to 14 pieces; 15 and 17 pieces need a second (starting at piece 3);
+    # 40 would need 10 and read the first 3 (pieces 0-19 of 40): truncated.
+    assert want["num_windows"].tolist() == [1, 1, 2, 2, 3]
+    assert want["truncated"].tolist() == [False, False, False, False, True]
+    assert want["num_tokens"].tolist() == [0, 14, 15, 17, 40]
+    for name in ("num_tokens", "num_windows", "truncated"):
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4)
