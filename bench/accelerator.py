@@ -348,7 +348,8 @@ def _loss(row: dict) -> str:
 
 def main(argv=None) -> dict | None:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["--quick"]:  # as every benchmark's smoke check is called (tests/bench/test_benchmarks.py)
+    # "--quick": as every benchmark's smoke check is called (tests/bench/test_benchmarks.py)
+    if argv[:1] == ["--quick"]:
         argv = ["quick", *argv[1:]]
     args = parse_args(argv)
     if args.command == "prepare":

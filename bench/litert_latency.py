@@ -23,21 +23,23 @@ One process; each runtime measured two ways, side by side, every one with `--thr
 threads and its runtime's default settings otherwise (ONNX Runtime: full graph
 optimisation): back to back, contenders taking turns by blocks of `--block` requests (each
 block opened by `--block-warmup` untimed ones; `common.interleaved`), as a server answering
-a stream of requests with one runtime sees it; and call by call, where each batch-1 call finds the
-weights out of the caches after another runtime's call. Before timing, each contender's vectors on the texts are
-compared with `ort`'s (cosine printed). Texts (`--corpus`): `spans`, corpus spans of
-`--length` word pieces (every request the same length); `rotten-tomatoes`, the first `--texts` held-out
-Rotten Tomatoes snippets (`examples/classify_rotten_tomatoes.py`'s split), each of its own
-length, so that consecutive requests change length (what a change costs LiteRT is in
-this figure: its interpreter resizes the network's tensors).
+a stream of requests with one runtime sees it; and call by call, where each batch-1 call
+finds the weights out of the caches after another runtime's call. Before timing, each
+contender's vectors on the texts are compared with `ort`'s (cosine printed). Texts
+(`--corpus`): `spans`, corpus spans of `--length` word pieces (every request the same
+length); `rotten-tomatoes`, the first `--texts` held-out Rotten Tomatoes snippets
+(`examples/classify_rotten_tomatoes.py`'s split), each of its own length, so that
+consecutive requests change length (what a change costs LiteRT is in this figure: its
+interpreter resizes the network's tensors).
 
     .venv/bin/python bench/litert_latency.py --threads 2 --length 32 --runs 300
     .venv/bin/python bench/litert_latency.py --threads 2 --corpus rotten-tomatoes --texts 200
     .venv/bin/python bench/litert_latency.py --classifier RT_MODEL_DIR   # + int8 accuracy
     .venv/bin/python bench/litert_latency.py --quick                     # smoke run, tiny model
 
-`--task tag,squad` times the tagger and span QA instead (`SpanKind`: the same weights, a random head on the encoder, as a Hugging Face `BertFor*` model and ours): our
-LiteRT files (tags per word; answers with offsets) against `tokenizers` + ONNX Runtime with
+`--task tag,squad` times the tagger and span QA instead (`SpanKind`: the same weights, a
+random head on the encoder, as a Hugging Face `BertFor*` model and ours): our LiteRT files
+(tags per word; answers with offsets) against `tokenizers` + ONNX Runtime with
 the post-processing a Hugging Face user writes (the first piece's label per word; the best
 `start + end` span over the overflowing windows, cut by the offsets) and our SavedModel, in
 the same two modes side by side: back to back by blocks of `--block` requests (as a server

@@ -1,4 +1,5 @@
-"""Pretraining step throughput (MLM + NSP) of our `BertPretrainer` against Hugging Face and keras-hub.
+"""Pretraining step throughput (MLM + NSP) of our `BertPretrainer` against Hugging Face and
+keras-hub.
 
 Contenders, each given the same in-memory batch (random ids, full mask, `--predictions`
 distinct random masked positions per row, random NSP labels), timed in windows of `--steps`

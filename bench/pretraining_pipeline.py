@@ -1,4 +1,5 @@
-"""Throughput of the pretraining input pipeline: corpus -> tokens -> NSP pairs -> packed, masked batches.
+"""Throughput of the pretraining input pipeline: corpus -> tokens -> NSP pairs -> packed,
+masked batches.
 
 What is timed (embedded corpus, uncased 30522-id vocabulary, seq 128, 20 predictions):
 

@@ -184,7 +184,8 @@ def ffn_chain_contenders(config: dict, tokens: int, threads: int) -> dict:
     nodes, initializers, previous = [], [], "x"
     for i, layer in enumerate(weights):
         names = [f"w1_{i}", f"b1_{i}", f"w2_{i}", f"b2_{i}"]
-        initializers += [numpy_helper.from_array(a, name) for a, name in zip(layer, names, strict=True)]
+        initializers += [numpy_helper.from_array(a, name)
+                         for a, name in zip(layer, names, strict=True)]
         nodes += [helper.make_node("MatMul", [previous, names[0]], [f"m1_{i}"]),
                   helper.make_node("Add", [f"m1_{i}", names[1]], [f"h_{i}"]),
                   helper.make_node("MatMul", [f"h_{i}", names[2]], [f"m2_{i}"]),

@@ -10,8 +10,9 @@ shape (`drop_remainder=True`, fixed `seq_length`: what TPUs and XLA need).
 
 Task (embedded data, `keras_bert.data.source_task`): which text a sentence comes from,
 Moby-Dick (label `moby_dick`) or the State of the Union addresses (`sotu`); 8-50 word
-sentences, deduplicated, split by chapter/speech, as many of each label. Model: a randomly initialised BERT-Tiny over the embedded 8k vocabulary
-(`--model DIR` for another, e.g. `runs/tiny/model` from `keras-bert pretrain`).
+sentences, deduplicated, split by chapter/speech, as many of each label. Model: a randomly
+initialised BERT-Tiny over the embedded 8k vocabulary (`--model DIR` for another, e.g.
+`runs/tiny/model` from `keras-bert pretrain`).
 
     python examples/distributed.py                 # auto-detected strategy, 2 epochs
     python examples/distributed.py --quick         # MirroredStrategy on 2 logical CPUs (tests)

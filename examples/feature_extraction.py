@@ -30,8 +30,10 @@ from _shared import DEFAULT_MINILM, minilm_model_dir
 
 PAIRS = [
     ("The whale dived deep below the ship.", "The great fish plunged far beneath the vessel."),
-    ("The captain was obsessed with revenge.", "The commander could think of nothing but vengeance."),
-    ("Taxes on imports will be reduced next year.", "Next year the duties on foreign goods will fall."),
+    ("The captain was obsessed with revenge.",
+     "The commander could think of nothing but vengeance."),
+    ("Taxes on imports will be reduced next year.",
+     "Next year the duties on foreign goods will fall."),
     ("The harpooner slept in the same bed as me.", "I shared my bed with the harpoon thrower."),
     ("Congress must fund the new navy.", "The legislature has to pay for the new fleet."),
     ("It rained all night in the harbor town.", "The port village had rain until morning."),

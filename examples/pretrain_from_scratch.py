@@ -1,8 +1,8 @@
 """Pretrains a BERT-Tiny from scratch on the embedded public-domain corpus (MLM + NSP).
 
 Corpus: Moby-Dick and State of the Union addresses shipped in `keras_bert/data/corpus`
-(chapters and addresses are the documents; 15% of each file's are held out). Vocabulary: the embedded
-8k uncased WordPiece vocabulary. Training: `keras_bert.jobs.pretrain.run_pretraining`,
+(chapters and addresses are the documents; 15% of each file's are held out). Vocabulary: the
+embedded 8k uncased WordPiece vocabulary. Training: `keras_bert.jobs.pretrain.run_pretraining`,
 i.e. `model.fit` on `BertPretrainer` (masked LM + next-sentence prediction, masks drawn anew
 every epoch) with BERT's AdamW, warmup and linear decay. The held-out masked-LM accuracy is
 compared with always predicting the most frequent masked token.

@@ -135,8 +135,9 @@ def _module_imports() -> dict[str, set[str]]:
 
 def test_modules_import_each_other_without_cycles():
     """No module imports one that imports it back, directly or through others, not even
-    inside a function: checkpoints.pretraining_heads importing detect_format from checkpoints.conversion
-    in a function made such a cycle (issue 30), which is why checkpoints.formats holds it."""
+    inside a function: checkpoints.pretraining_heads importing detect_format from
+    checkpoints.conversion in a function made such a cycle (issue 30), which is why
+    checkpoints.formats holds it."""
     edges = _module_imports()
     assert len(edges) > 100 and "keras_bert.checkpoints.pretraining_heads" in edges
     assert_acyclic(edges)

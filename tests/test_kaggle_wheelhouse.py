@@ -4,15 +4,16 @@ package offline next to a preinstalled TensorFlow, which it keeps.
 The image: a fresh virtual environment that sees the packages of the test runtime
 `tensorflow-2.20.0` (TensorFlow 2.20.0 + TF Text 2.20.0 and their dependencies, Keras 3.15.1,
 made once under the runtimes' cache and shared with `tests/export/test_runtime_matrix.py`)
-through a `.pth` file (`image_environment`), as a notebook sees the image's site-packages; pip installs into the
-new environment only, so the cached runtime is never changed. The wheelhouse is built for
-that TensorFlow by the script (from the package index), then installed by the first cell of
-`examples/kaggle_bert.ipynb` (`pip install --no-index --find-links WHEELHOUSE keras-bert-tf`),
-with the wheelhouse's parent folder standing in for `/kaggle/input`, pip's configuration
-ignored and a dead proxy set, so that any attempt to reach an index fails. Every package the image had
-keeps its version; the new ones all come from the wheelhouse; the installed package
-tokenizes and runs an encoder there. An image whose TensorFlow the wheelhouse cannot serve
-(the `tensorflow-2.12.1` runtime, below setup.cfg's range) is refused before anything is
+through a `.pth` file (`image_environment`), as a notebook sees the image's site-packages;
+pip installs into the new environment only, so the cached runtime is never changed. The
+wheelhouse is built for that TensorFlow by the script (from the package index), then
+installed by the first cell of `examples/kaggle_bert.ipynb`
+(`pip install --no-index --find-links WHEELHOUSE keras-bert-tf`), with the wheelhouse's
+parent folder standing in for `/kaggle/input`, pip's configuration ignored and a dead proxy
+set, so that any attempt to reach an index fails. Every package the image had keeps its
+version; the new ones all come from the wheelhouse; the installed package tokenizes and
+runs an encoder there. An image whose TensorFlow the wheelhouse cannot serve (the
+`tensorflow-2.12.1` runtime, below setup.cfg's range) is refused before anything is
 installed.
 """
 

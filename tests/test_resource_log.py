@@ -33,8 +33,8 @@ def test_cpu_and_threads_reach_the_durations_log(pytester, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", ROOT)
     pytester.makepyfile(test_sample=SAMPLE)
     xml = str(pytester.path / "junit.xml")
-    result = pytester.runpytest_subprocess("-p", "tests.support.resource_log", "-p", "no:cacheprovider",
-                                           f"--junitxml={xml}")
+    result = pytester.runpytest_subprocess("-p", "tests.support.resource_log",
+                                           "-p", "no:cacheprovider", f"--junitxml={xml}")
     result.assert_outcomes(passed=3)
     cases = {c["name"].split("::")[-1]: c for c in test_durations.read_cases(xml)}
     spins, sleeps = cases["test_spins"], cases["test_sleeps"]

@@ -221,8 +221,8 @@ def test_ci_runs_one_exhaustive_test_and_its_log_feeds_the_table(pytester, monke
         result.assert_outcomes(passed=2)
         result.stdout.fnmatch_lines([f"*test_sweep[[]{shard}[]] PASSED*"])
         cases = test_durations.read_cases(xml)
-        assert f"Exhaustive pick (exhaustive {shard + 1} of 3): `test_sample::test_sweep[{shard}]`" \
-            in test_durations.summary(cases)
+        assert (f"Exhaustive pick (exhaustive {shard + 1} of 3): "
+                f"`test_sample::test_sweep[{shard}]`" in test_durations.summary(cases))
         assert test_durations.record(cases, table) == (2, 1 + (rotation == 36))
     with open(table, encoding="utf-8") as f:
         assert sorted(json.load(f)) == [

@@ -1,7 +1,8 @@
 """What `python -m build` makes of this checkout: each wheel (built from the sdist, and
 straight from the source tree as `pip install .` builds it) and sdist holds every file git
-tracks in its package (the embedded corpus, vocabularies and op lists included), and the two distributions' metadata requires what they say:
-the package its own release of the client, the client no TensorFlow."""
+tracks in its package (the embedded corpus, vocabularies and op lists included), and the two
+distributions' metadata requires what they say: the package its own release of the client,
+the client no TensorFlow."""
 
 from __future__ import annotations
 

@@ -176,7 +176,8 @@ def _lookup(stats: dict, protos: dict, modules: dict):
 def summarise(folder: str, steps: int | None = None) -> dict:
     """The `*.xplane.pb` files under `folder`: milliseconds per step by category, the
     shares, and the device's busy share of the span from its first to its last operation
-    (on a host, its threads' time summed: over 100% where they overlap). `steps`: how many the traces hold; by default what `capture` wrote in `STEPS_FILE`."""
+    (on a host, its threads' time summed: over 100% where they overlap). `steps`: how many
+    the traces hold; by default what `capture` wrote in `STEPS_FILE`."""
     files = sorted(Path(folder).rglob("*.xplane.pb"))
     if not files:
         raise FileNotFoundError(f"no *.xplane.pb under {folder}")

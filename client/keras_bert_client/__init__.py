@@ -2,10 +2,10 @@
 over REST or gRPC, without TensorFlow.
 
     from keras_bert_client import GrpcClient, RestClient
-    client = RestClient("http://127.0.0.1:8501", "bert")   # or GrpcClient("127.0.0.1:8500", "bert")
-    client.predict(["Call me Ishmael."])                   # [{"label": ..., "probabilities": [...]}]
-    client.status()                                        # TF Serving's GetModelStatus JSON
-    client.metadata()                                      # TF Serving's GetModelMetadata JSON
+    client = RestClient("http://127.0.0.1:8501", "bert")  # or GrpcClient("127.0.0.1:8500", "bert")
+    client.predict(["Call me Ishmael."])                  # [{"label": ..., "probabilities": [...]}]
+    client.status()                                       # TF Serving's GetModelStatus JSON
+    client.metadata()                                     # TF Serving's GetModelMetadata JSON
 
 `predict` sends raw strings to a text signature (`text`, and `text_b` for pair tasks) and
 returns one dict of Python values per text (floats, ints, lists; strings as `str`, or

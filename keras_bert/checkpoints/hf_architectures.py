@@ -5,12 +5,13 @@ once, the weights read once); `HEADS` holds each class's head table (canonical n
 Hugging Face keys) and whether its `bert` has a pooler. `config.json`'s `architectures[0]`
 says what a directory holds:
 
-| Hugging Face                            | read as                                         |
-| --------------------------------------- | ----------------------------------------------- |
-| `BertForSequenceClassification`, `BertForTokenClassification`, `BertForQuestionAnswering` | the task model of a kind (`TASK_ARCHITECTURES`): each kind's folder reads its own (`keras_bert/tasks/<kind>/checkpoints.py`) |
-| `BertForMaskedLM`, `BertForPreTraining` | encoder + `pretraining_heads.weights.h5` (`convert_hf`) |
-| `BertModel`, none                       | encoder                                         |
-| any other with head weights             | refused (`ValueError`) unless `encoder_only`    |
+* `BertForSequenceClassification`, `BertForTokenClassification`, `BertForQuestionAnswering`:
+  read as the task model of a kind (`TASK_ARCHITECTURES`); each kind's folder reads its own
+  (`keras_bert/tasks/<kind>/checkpoints.py`);
+* `BertForMaskedLM`, `BertForPreTraining`: read as encoder + `pretraining_heads.weights.h5`
+  (`convert_hf`);
+* `BertModel`, none: read as encoder;
+* any other with head weights: refused (`ValueError`) unless `encoder_only`.
 
 Weights HF's class lacks (the pooler of token classification, QA and masked LM models; a
 masked LM's next sentence head) keep their initial values and are listed in the manifest's

@@ -6,9 +6,9 @@
       encoder.weights.h5     Keras weights of the `BertEncoder`
 
 The manifest's `tokenizer` block (casing and rules: `google` or `huggingface`; a directory
-written before rules were recorded reads as `google`) and `preprocessor` block (sequence lengths) with
-`vocab.txt` rebuild the model's one `BertPreprocessor` (`ModelDir.preprocessor()`). Its
-`precision` is the Keras dtype policy the model computes in (`float32`, `mixed_bfloat16`,
+written before rules were recorded reads as `google`) and `preprocessor` block (sequence
+lengths) with `vocab.txt` rebuild the model's one `BertPreprocessor` (`ModelDir.preprocessor()`).
+Its `precision` is the Keras dtype policy the model computes in (`float32`, `mixed_bfloat16`,
 `mixed_float16`): the encoder is rebuilt in it unless a caller asks for another, so a model
 trained in mixed precision answers after loading as it did before saving (a directory
 written before the precision was recorded reads as `float32`, what it was loaded in then).

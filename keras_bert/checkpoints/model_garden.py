@@ -254,8 +254,9 @@ def _split_heads(name: str, value: np.ndarray, config: BertConfig) -> np.ndarray
 
 def save_checkpoint_dir(encoder: BertEncoder, path: str, vocab_file: str) -> str:
     """Writes `encoder` as a Model Garden TF2 checkpoint directory: `bert_model.ckpt` (and its
-    `checkpoint` state file; the object graph that `tf.train.Checkpoint(encoder=BertEncoder(...)).restore` matches),
-    Model Garden's `bert_config.json` and `vocab.txt`. Model Garden computes its `gelu` with
+    `checkpoint` state file; the object graph that
+    `tf.train.Checkpoint(encoder=BertEncoder(...)).restore` matches), Model Garden's
+    `bert_config.json` and `vocab.txt`. Model Garden computes its `gelu` with
     the tanh approximation, so an encoder with the exact GELU is refused
     (`activation_names.UnwritableActivationError`), before anything is written."""
     config = encoder.config
@@ -280,7 +281,8 @@ def save_checkpoint_dir(encoder: BertEncoder, path: str, vocab_file: str) -> str
     # Model Garden's exporter does), since `Checkpoint.save` always writes one.
     checkpoint.save_counter.assign(1)
     checkpoint.write(os.path.join(path, "bert_model.ckpt"))
-    with open(os.path.join(path, "checkpoint"), "w", encoding="utf-8") as f:  # for latest_checkpoint
+    # for latest_checkpoint
+    with open(os.path.join(path, "checkpoint"), "w", encoding="utf-8") as f:
         f.write('model_checkpoint_path: "bert_model.ckpt"\n'
                 'all_model_checkpoint_paths: "bert_model.ckpt"\n')
     with open(os.path.join(path, "bert_config.json"), "w", encoding="utf-8") as f:

@@ -48,7 +48,8 @@ def versions_line() -> str:
 class _PrintVersions(argparse.Action):
     def __init__(self, option_strings, dest, **kwargs):
         super().__init__(option_strings, dest, nargs=0, help=(
-            "print the versions of keras-bert, its client, TensorFlow, TF Text and Keras, and exit"))
+            "print the versions of keras-bert, its client, TensorFlow, TF Text and Keras, "
+            "and exit"))
 
     def __call__(self, parser, namespace, values, option_string=None):
         print(versions_line())

@@ -43,8 +43,9 @@ class BertSelfAttention(keras.layers.Layer):
         self.head_size = hidden_size // num_heads
         self.initializer_range = initializer_range
         self.dropout_rate = dropout
-        dense = dict(kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-                     dtype=self.dtype_policy)
+        dense = dict(
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=self.dtype_policy)
         self.query = keras.layers.Dense(hidden_size, name="query", **dense)
         self.key = keras.layers.Dense(hidden_size, name="key", **dense)
         self.value = keras.layers.Dense(hidden_size, name="value", **dense)

@@ -62,10 +62,11 @@ class BertPretrainer(keras.Model):
     Training: `compile(optimizer=...)` (no `loss`: the model has its own) then `fit` on a
     dataset of feature dicts that also hold `masked_lm_ids`, `masked_lm_weights` and
     `next_sentence_labels` (the labels may also come as `y`, a dict with those keys). The
-    loss is `mlm_loss + nsp_loss_weight * nsp_loss` (the original: weight 1; see `masked_lm_loss`, `next_sentence_loss`); the logs also
-    show `mlm_loss`, `nsp_loss`, `mlm_accuracy` (weighted by `masked_lm_weights`) and
-    `nsp_accuracy`. Over several batches `mlm_loss` and `mlm_accuracy` are averaged per real
-    prediction, `nsp_loss` and `nsp_accuracy` per example.
+    loss is `mlm_loss + nsp_loss_weight * nsp_loss` (the original: weight 1; see
+    `masked_lm_loss`, `next_sentence_loss`); the logs also show `mlm_loss`, `nsp_loss`,
+    `mlm_accuracy` (weighted by `masked_lm_weights`) and `nsp_accuracy`. Over several
+    batches `mlm_loss` and `mlm_accuracy` are averaged per real prediction, `nsp_loss` and
+    `nsp_accuracy` per example.
 
     The dtype policy is the one the encoder's layers use; under `mixed_float16` Keras'
     `compile` wraps the optimizer in a `LossScaleOptimizer`. `pretrainer.encoder` is the

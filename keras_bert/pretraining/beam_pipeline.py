@@ -9,9 +9,10 @@ Every step is a plain Beam transform, so the DirectRunner (the default, on this 
 cores) and Dataflow, Flink or Spark run the same code; Beam's own pipeline options pass
 through (`beam_args`). Beam's DaskRunner gets other steps where its own would lose or repeat
 work (`beam_dask`), and the same examples. Counters `documents`, `examples`, `tokens`,
-`masked_positions` (namespace `keras_bert`) are Beam metrics (the DaskRunner keeps none). Workers build the tokenizer from the vocabulary shipped in the
-pipeline itself (no shared file system needed for it); input files are read through Beam's
-`FileSystems`, so `gs://`, `s3://` and local paths all work.
+`masked_positions` (namespace `keras_bert`) are Beam metrics (the DaskRunner keeps none).
+Workers build the tokenizer from the vocabulary shipped in the pipeline itself (no shared
+file system needed for it); input files are read through Beam's `FileSystems`, so `gs://`,
+`s3://` and local paths all work.
 """
 
 from __future__ import annotations

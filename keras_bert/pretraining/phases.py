@@ -5,9 +5,9 @@ optimizer state (Adam's moments and step count) under a schedule of its own.
 `read_phase1(OUT)` reads a finished `keras-bert pretrain` run (its `model/` directory and
 last checkpoint); `phase2_pretrainer` builds its network for phase 2's sequence length and
 `load_phase1_state` puts that checkpoint's model and optimizer variables into it
-(`TextPretrainer.from_phase1` runs the three). The optimizer's step count goes on (Adam's bias correction
-must not restart over moments that are not zero), so phase 2's schedule starts at that
-step (`WarmupPolynomialDecay(start_step=...)`).
+(`TextPretrainer.from_phase1` runs the three). The optimizer's step count goes on (Adam's
+bias correction must not restart over moments that are not zero), so phase 2's schedule
+starts at that step (`WarmupPolynomialDecay(start_step=...)`).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@
 Each kind's folder holds `config.py` (its typed config: the task block's one writer and
 reader), `network.py` (ids in, logits or vectors out), `model.py` (the class a Python user
 holds), `serving.py` (its export's outputs and decoding), the readers and metrics only it
-uses, and `checkpoints.py` where it reads fine-tuned heads of other checkpoint layouts. The classes are imported on first use, so that importing this package loads no
-TensorFlow.
+uses, and `checkpoints.py` where it reads fine-tuned heads of other checkpoint layouts.
+The classes are imported on first use, so that importing this package loads no TensorFlow.
 """
 
 from keras_bert.tasks.registry import KINDS

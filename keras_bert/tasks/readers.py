@@ -37,7 +37,8 @@ class TextExample:
     """One row: `text`, optional `text_b` (pair tasks) and `label`.
 
     `label` is a `str` (classification), a tuple of `str` (multi-label; empty: no label), a
-    `float` (regression) or `None` (no label column: data to predict on). `line` is the row's line number in its file.
+    `float` (regression) or `None` (no label column: data to predict on). `line` is the
+    row's line number in its file.
     """
 
     text: str

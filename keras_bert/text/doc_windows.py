@@ -1,4 +1,5 @@
-"""Sliding windows over long contexts, in graph: `keras_bert.tasks.question_answering.squad`'s rules as tensors.
+"""Sliding windows over long contexts, in graph: `keras_bert.tasks.question_answering.squad`'s
+rules as tensors.
 
 A context of `n` tokens is covered by windows of at most `m` tokens (`m` = the room left
 by the question) whose starts advance by `step = min(m, doc_stride)` until a window

@@ -90,10 +90,10 @@ def unicode_tables(rules: str = DEFAULT_RULES) -> dict:
     tokenizer rules named `rules` (they decide which categories are dropped).
 
     Returns a dict of RE2 classes (`drop`, `space`, `space_nonascii`, `punct`,
-    `punct_nonascii`, `cjk`, `mn`, `upper`, `unassigned` (category Cn, kept), and `kept_nonascii` / `inert_nonascii`: the
-    non-ASCII characters that cased / uncased normalisation leaves as they are) and of
-    code point lists for lower-casing (`lower_keys`, `lower_values`) and the final-sigma
-    rule (`case_ignorable`, `cased`).
+    `punct_nonascii`, `cjk`, `mn`, `upper`, `unassigned` (category Cn, kept), and
+    `kept_nonascii` / `inert_nonascii`: the non-ASCII characters that cased / uncased
+    normalisation leaves as they are) and of code point lists for lower-casing
+    (`lower_keys`, `lower_values`) and the final-sigma rule (`case_ignorable`, `cased`).
     """
     dropped_categories = tokenizer_rules(rules).dropped_categories
     t: dict[str, list[int]] = collections.defaultdict(list)

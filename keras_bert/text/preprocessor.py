@@ -80,8 +80,8 @@ class BertPreprocessor(keras.layers.Layer):
         return keras.utils.pack_x_y_sample_weight(features, y, sample_weight)
 
     def get_config(self) -> dict:
-        """The vocabulary, casing, tokenizer rules and lengths (the model directory stores the vocabulary in
-        `vocab.txt` and the rest in its manifest)."""
+        """The vocabulary, casing, tokenizer rules and lengths (the model directory stores
+        the vocabulary in `vocab.txt` and the rest in its manifest)."""
         config = super().get_config()
         config.update({"vocabulary": self.tokenizer.vocab, **tokenizer_options(self.tokenizer),
                        "seq_length": self.seq_length, "max_length": self.max_length})

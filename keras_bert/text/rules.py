@@ -4,12 +4,18 @@ Every Google checkpoint was pretrained with Google's `tokenization.py`; Hugging 
 are used with the `tokenizers` library (`transformers`' `BertTokenizer` and every
 `AutoTokenizer` of a BERT model). They differ in four rules:
 
-| rule | `google` | `huggingface` |
-| --- | --- | --- |
-| characters dropped (besides NUL and U+FFFD; tab, newline and CR are whitespace) | categories `Cc`, `Cf` | `Cc`, `Cf`, `Co` (private use); unassigned code points (`Cn`) are kept |
-| a longer word becomes `[UNK]` | 200 characters | 100 characters |
-| uncased: order | `str.lower()`, then NFD, then drop category `Mn` | NFD, drop `Mn`, then lower-case |
-| uncased: capital sigma at the end of a word | `ς` (`str.lower()`'s final-sigma rule) | `σ` (each character lower-cased on its own) |
+* characters dropped (besides NUL and U+FFFD; tab, newline and CR are whitespace):
+  - `google`: categories `Cc`, `Cf`
+  - `huggingface`: `Cc`, `Cf`, `Co` (private use); unassigned code points (`Cn`) are kept
+* a longer word becomes `[UNK]`:
+  - `google`: 200 characters
+  - `huggingface`: 100 characters
+* uncased, order:
+  - `google`: `str.lower()`, then NFD, then drop category `Mn`
+  - `huggingface`: NFD, drop `Mn`, then lower-case
+* uncased, capital sigma at the end of a word:
+  - `google`: `ς` (`str.lower()`'s final-sigma rule)
+  - `huggingface`: `σ` (each character lower-cased on its own)
 
 Everything else (whitespace, punctuation, CJK ideographs, greedy longest-match-first
 WordPiece with `##`) is the same. `transformers`' older pure-Python tokenizer

@@ -2,8 +2,9 @@
 
 They are obtained by decoding the input (`UnicodeDecodeWithOffsets`), normalising every
 non-ASCII character on its own to learn how many bytes it becomes, and mapping each
-wordpiece's normalised byte range back with a binary search. A wordpiece that starts or ends inside the expansion of one input
-character (e.g. a Hangul syllable decomposed into jamo) is given that whole character.
+wordpiece's normalised byte range back with a binary search. A wordpiece that starts or ends
+inside the expansion of one input character (e.g. a Hangul syllable decomposed into jamo) is
+given that whole character.
 """
 
 from __future__ import annotations

@@ -306,7 +306,8 @@ class BertTokenizer(tf.Module):
         new_splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(lengths)], 0)
         n_values = tf.size(ids, out_type=tf.int64)
         value_rows = value_rowids(splits, n_values)
-        dest = tf.gather(new_splits, value_rows) + tf.range(n_values) - tf.gather(splits, value_rows)
+        dest = (tf.gather(new_splits, value_rows) + tf.range(n_values)
+                - tf.gather(splits, value_rows))
         special_dest = tf.gather(new_splits, special_rows)
         indices = [tf.cast(dest, tf.int32), tf.cast(special_dest, tf.int32)]
 

@@ -16,10 +16,11 @@ and `learn` gives the same vocabulary (tests/text/test_wordpiece_learner.py comp
   to this). Every character of the corpus stays a token, alone and with `##`.
 
 TF Text recomputes every round in Python for each threshold of the search (48-53 s for
-the 18,664 distinct words of the embedded corpus on 2 cores, against 1.4-1.5 s here). Here every substring of
-every word gets an integer id once; a round is then a weighted `bincount` over the chosen
-(word, start) blocks, and the first round, which does not depend on the threshold, is
-computed once. The memory is one int32 per substring occurrence of the distinct words.
+the 18,664 distinct words of the embedded corpus on 2 cores, against 1.4-1.5 s here). Here
+every substring of every word gets an integer id once; a round is then a weighted `bincount`
+over the chosen (word, start) blocks, and the first round, which does not depend on the
+threshold, is computed once. The memory is one int32 per substring occurrence of the
+distinct words.
 """
 
 from __future__ import annotations

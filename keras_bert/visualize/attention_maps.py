@@ -52,8 +52,8 @@ def text_attention(model_dir, text: str, text_b: str | None = None,
     preprocessor = model_dir.preprocessor().with_length(None, max_length)
     inputs = preprocessor(([text],) if text_b is None else ([text], [text_b]))
     probs = model_dir.load_encoder().attention_probs(inputs)
-    tokens = [t.decode("utf-8") for t in preprocessor.tokenizer.id_to_token(inputs["input_word_ids"][0])
-              .numpy()]
+    tokens = [t.decode("utf-8")
+              for t in preprocessor.tokenizer.id_to_token(inputs["input_word_ids"][0]).numpy()]
     return tokens, np.stack([np.asarray(p)[0] for p in probs]).astype(np.float32)
 
 

@@ -23,7 +23,8 @@ BENCHMARKS = {
     "tokenizer_speed.py": r"\| ours_function / hf \| [\d.]+x \|",
     "pretraining_pipeline.py": r"examples per epoch: \d+",
     # A measured marginal rate, or "n/a" where the larger corpus was not slower; never < 0.
-    "beam_pipeline.py": r"\| direct-2 \| (?:[\d.]+ \| (?:[\d.]+x|n/a) \| -?[\d.]+|n/a \| n/a \| n/a) \|",
+    "beam_pipeline.py": (r"\| direct-2 \| (?:[\d.]+ \| (?:[\d.]+x|n/a) \| -?[\d.]+"
+                         r"|n/a \| n/a \| n/a) \|"),
     "encoder_forward.py": r"\| tiny \| ours / HF torch \| [\d.]+x \|",
     "pretrain_step.py": r"\| ours / hf \| [\d.]+x \|",
     # Seq 128 in bf16 then float8 (its loss beside bf16's), seq 64, the profile's shares.
@@ -94,7 +95,8 @@ def test_benchmarks_find_the_installed_vocab():
 ON_JAX = ("accelerator.py",)
 # keras-hub is a peer of these (`scripts/install.sh` installs it): without it they would drop
 # a contender, so it is required like the other references (a failure under CI).
-WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit.py", "fit_speed.py")
+WITH_KERAS_HUB = ("encoder_forward.py", "pretrain_step.py", "text_classifier_fit.py",
+                  "fit_speed.py")
 
 
 # 30-165 s each in CI's durations logs.

@@ -116,7 +116,8 @@ def _write_google(tmp_path, arrays):
 @pytest.mark.parametrize("damage, message", [
     ("drop", "missing from the checkpoint.*layer_1/intermediate/kernel"),
     ("extra", "match nothing in the model.*bert/encoder/layer_0/surprise"),
-    ("shape", "wrong shape.*pooler/kernel \\(bert/pooler/dense/kernel\\): model \\(16, 16\\) vs .* \\(16, 8\\)"),
+    ("shape", "wrong shape.*pooler/kernel \\(bert/pooler/dense/kernel\\): "
+              "model \\(16, 16\\) vs .* \\(16, 8\\)"),
     ("layers", "not in the model: layer_2/.* \\(bert/encoder/layer_2/"),
 ])
 def test_google_mismatch_names_the_variable_and_loads_nothing(tmp_path, damage, message):

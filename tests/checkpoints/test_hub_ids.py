@@ -151,7 +151,8 @@ def test_a_preset_name_is_not_pretrained_weights(tmp_path, monkeypatch):
         with pytest.raises(HubIdError, match=f"write 'random-{source}' for a randomly "
                                              f"initialised BERT-{source}"):
             TextClassifier.from_pretrained(source, labels=2)
-    with pytest.raises(ValueError, match=r"random weights come in the preset sizes \['random-tiny'"):
+    with pytest.raises(ValueError,
+                       match=r"random weights come in the preset sizes \['random-tiny'"):
         open_source("random-huge")
     random = open_source("random-tiny").encoder
     assert isinstance(random, RandomEncoder)

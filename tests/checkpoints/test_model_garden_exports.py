@@ -7,10 +7,10 @@ encoder SavedModels that `official.nlp.tools.export_tfhub_lib` exports from them
 and Kaggle's `tensorflow/bert` hold), the matching preprocessing SavedModels, and the
 encoders' outputs as `tf.saved_model.load` runs them there, on held-out text tokenized by
 that preprocessing. Here each checkpoint and SavedModel is converted and must give those
-outputs within 1e-5 (and the masked LM head its logits); the converted tokenizer must give the same ids; a random encoder written
-as a Model Garden checkpoint here must restore into Model Garden's `BertEncoder` there and
-give our outputs; and a classifier fine-tuned from a converted SavedModel must answer in TF Serving's
-Session loader as in process.
+outputs within 1e-5 (and the masked LM head its logits); the converted tokenizer must give
+the same ids; a random encoder written as a Model Garden checkpoint here must restore into
+Model Garden's `BertEncoder` there and give our outputs; and a classifier fine-tuned from a
+converted SavedModel must answer in TF Serving's Session loader as in process.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ import pytest
 
 from keras_bert.cli.quiet_start import HARMLESS, SHOW_ALL_VARIABLE, kept_lines
 
-VOCAB = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "keras_bert",
-                     "data", "vocab", "corpus_uncased_8k.txt")
+VOCAB = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                     "keras_bert", "data", "vocab", "corpus_uncased_8k.txt")
 CLI = [sys.executable, "-m", "keras_bert.cli"]
 # What TensorFlow 2.21 printed while it loaded in a fresh process on a CPU-only host
 # (2026-11-27; the cuInit line is an ERROR-level line on every machine without a GPU).

@@ -117,6 +117,7 @@ def test_every_tokenizing_command_takes_rules(command):
 def test_attention_title_names_the_model_and_the_text():
     from keras_bert.visualize.attention_maps import attention_title
 
-    assert attention_title("/runs/sst2/model", "a fine film") == "sst2/model: \u201ca fine film\u201d"
+    assert (attention_title("/runs/sst2/model", "a fine film")
+            == "sst2/model: \u201ca fine film\u201d")
     title = attention_title("/x/minilm/", "w " * 60, "b")
     assert title.startswith("minilm: \u201cw w") and len(title) < 70 and "\u2026" in title

@@ -37,11 +37,11 @@ def grab(pattern: str, text: str) -> tuple[str, ...]:
 # The real-MiniLM fine-tunes with learning checks (the Python API's task models on NER,
 # multi-label, SQuAD, sentiment and dating; Rotten Tomatoes + distillation through the
 # command line's job) and the 2-replica run: ~1,150 s together in CI's durations log
-# (a fresh-clone run of 2026-11-26), more than the documentation's commands (tests/test_readme.py), which fine-tune
-# MiniLM for the same task kinds: all `slow`. The README's tier checks that tiny models learn
-# classify, regress, multilabel, tag and squad (tests/jobs/test_finetune*.py, tests/tasks/),
-# and that 2-replica training equals one device's step for step
-# (tests/training/test_distribution.py).
+# (a fresh-clone run of 2026-11-26), more than the documentation's commands
+# (tests/test_readme.py), which fine-tune MiniLM for the same task kinds: all `slow`. The
+# README's tier checks that tiny models learn classify, regress, multilabel, tag and squad
+# (tests/jobs/test_finetune*.py, tests/tasks/), and that 2-replica training equals one
+# device's step for step (tests/training/test_distribution.py).
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,9 @@ outputs of the right batch size, equal (atol 1e-4) to what the export answers lo
 process; the server answers a status request afterwards. `FUZZ_COUNT` strings per path in
 the default run (3,000, not 10,000, for CI's time: still every family of pieces many times over
 and one 1 MiB text); the exhaustive tier (`pytest -m exhaustive`) 100,000 more
-through every path, in ten shards of `SHARD_COUNT` = 10,000 with their own seeds, so that `.ci/run`, which runs one exhaustive
-test per landing, never spends more than about a minute and a half on it.
+through every path, in ten shards of `SHARD_COUNT` = 10,000 with their own seeds, so that
+`.ci/run`, which runs one exhaustive test per landing, never spends more than about a minute
+and a half on it.
 """
 
 from __future__ import annotations

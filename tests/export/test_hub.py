@@ -23,7 +23,8 @@ CONFIG = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_layers=2, num_hea
 def exported(tmp_path_factory):
     tokenizer = BertTokenizer(VOCAB)
     pretrainer = BertPretrainer.from_bert_config(CONFIG)
-    paths = export_hub_pair(pretrainer.encoder, BertPreprocessor(tokenizer), str(tmp_path_factory.mktemp("hub")),
+    paths = export_hub_pair(pretrainer.encoder, BertPreprocessor(tokenizer),
+                            str(tmp_path_factory.mktemp("hub")),
                             pretrainer=pretrainer, default_seq_length=12)
     return paths, tokenizer, pretrainer
 
@@ -68,7 +69,8 @@ def test_hub_pair_is_atomic_and_never_overwritten(exported, tmp_path, monkeypatc
     paths, tokenizer, pretrainer = exported
     before = sorted(os.listdir(os.path.dirname(paths["encoder"])))
     with pytest.raises(FileExistsError, match="exists"):
-        export_hub_pair(pretrainer.encoder, BertPreprocessor(tokenizer), os.path.dirname(paths["encoder"]))
+        export_hub_pair(pretrainer.encoder, BertPreprocessor(tokenizer),
+                        os.path.dirname(paths["encoder"]))
     assert sorted(os.listdir(os.path.dirname(paths["encoder"]))) == before
     # A failure while writing the encoder leaves neither half (nor a temporary directory).
     from keras_bert.export import hub_pair

@@ -29,7 +29,8 @@ from tests.text.test_tokenizer import HARD_CASES
 # Where FastBertTokenizer parts from the rules: the class of each differing scalar value.
 CONTROL = "control or format character (Cc, Cf, U+FFFD): dropped by the rules, a space in FastBert"
 COMPAT = "compatibility character (NFKC differs from NFD): kept by the rules, folded by FastBert"
-FOLDING = "case folding other than lower-casing (ß -> ss): lower-cased by the rules, folded by FastBert"
+FOLDING = ("case folding other than lower-casing (ß -> ss): lower-cased by the rules, "
+           "folded by FastBert")
 PRIVATE = "private use (Co): dropped by huggingface's rules, kept by FastBert"
 UNASSIGNED = "unassigned in Python's Unicode database (Cn): FastBert's ICU assigns some"
 

@@ -79,8 +79,8 @@ def test_tagger_fresh_process_matches_keras_words(tagger, tmp_path):
     long_sentence = 0
     for i, text in enumerate(SENTENCES):
         # Reference: the Python windows (the original max-context rule) and the Keras model.
-        ref = sentence_windows(_word_pieces(loaded.preprocessor.tokenizer, words[i]), TAG_SEQ, stride,
-                               special)
+        ref = sentence_windows(_word_pieces(loaded.preprocessor.tokenizer, words[i]), TAG_SEQ,
+                               stride, special)
         long_sentence = max(long_sentence, len(ref["ids"]))
         ids = np.asarray([r + [0] * (TAG_SEQ - len(r)) for r in ref["ids"]], np.int32)
         inputs = {"input_word_ids": ids, "input_mask": (np.arange(TAG_SEQ) < np.asarray(
@@ -109,7 +109,8 @@ def test_tagger_fresh_process_matches_keras_words(tagger, tmp_path):
 
 def test_tagger_serve_ids_labels_every_position(tagger):
     loaded, exported = tagger
-    features = align_sentences(loaded.preprocessor.tokenizer, [s.split() for s in SENTENCES], TAG_SEQ)
+    features = align_sentences(loaded.preprocessor.tokenizer, [s.split() for s in SENTENCES],
+                               TAG_SEQ)
     out = tf.saved_model.load(exported.path).signatures["serve_ids"](
         **{k: tf.constant(v) for k, v in features.features().items()})
     logits = np.asarray(loaded.network(features.features(), training=False))
@@ -120,12 +121,14 @@ def test_tagger_serve_ids_labels_every_position(tagger):
 
 # ---------------------------------------------------------------------------- span QA
 def _python_answers(loaded, threshold: float, allow_no_answer: bool = True):
-    """`keras_bert.tasks.question_answering.squad`'s features and decoder on the Keras model's logits."""
+    """`keras_bert.tasks.question_answering.squad`'s features and decoder on the Keras
+    model's logits."""
     examples = [squad.SquadExample(str(i), q, c)
                 for i, (q, c) in enumerate(zip(QUESTIONS, CONTEXTS, strict=True))]
-    features = reference_squad.squad_features(examples, loaded.preprocessor.tokenizer, seq_length=QA_TASK["seq_length"],
-                                    max_query_length=QA_TASK["max_query_length"],
-                                    doc_stride=QA_TASK["doc_stride"])
+    features = reference_squad.squad_features(examples, loaded.preprocessor.tokenizer,
+                                              seq_length=QA_TASK["seq_length"],
+                                              max_query_length=QA_TASK["max_query_length"],
+                                              doc_stride=QA_TASK["doc_stride"])
     assert len(features) == len(examples)  # every context fits one window
     inputs = {k: np.stack([getattr(f, k) for f in features])
               for k in ("input_word_ids", "input_mask", "input_type_ids")}
@@ -157,7 +160,8 @@ def span_qa(tmp_path_factory):
 def test_span_qa_fresh_process_matches_python_decoder(span_qa, tmp_path):
     loaded, exported, threshold = span_qa
     assert exported.signatures["serving_default"] == {
-        "inputs": ["context", "question"], "outputs": ["answer", "end", "has_answer", "score", "start"]}
+        "inputs": ["context", "question"],
+        "outputs": ["answer", "end", "has_answer", "score", "start"]}
     got = run_fresh(exported.path, "serving_default",
                     {"question": np.array(QUESTIONS, dtype=object),
                      "context": np.array(CONTEXTS, dtype=object)}, tmp_path)

@@ -31,7 +31,9 @@ from keras_bert.tasks.task_dir import export_model
 from tests.export.helpers import WORDS, make_tiny_model_dir
 from tests.text.test_tokenizer import HARD_CASES
 
-pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md)
+# slow: every test over ~30 s, or behind a fixture that is (CI's durations log
+# docs/runs/ci-durations-2026-11-26-8c1e29d.md)
+pytestmark = pytest.mark.slow
 
 SEQ = 24
 INPUTS = ("input_word_ids", "input_mask", "input_type_ids")

@@ -33,7 +33,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _numpy_loss(labels, student, teacher, t, alpha):
-    """alpha * CE(labels, student) + (1 - alpha) * t^2 * KL(softmax(teacher/t) || softmax(student/t))."""
+    """alpha * CE(labels, student) +
+    (1 - alpha) * t^2 * KL(softmax(teacher/t) || softmax(student/t))."""
     def log_softmax(z):
         z = z - z.max(axis=-1, keepdims=True)
         return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))

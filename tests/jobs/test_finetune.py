@@ -119,7 +119,8 @@ def test_finetune_classify_then_predict(model_dir, tmp_path, rng, capsys):
     for name in ("keras_bert.json", "vocab.txt", "encoder.weights.h5", "head.weights.h5",
                  "labels.txt"):
         assert (out / "model" / name).exists(), name
-    loaded, loaded_block = TextTaskModel.load(str(out / "model")), read_task_dir(str(out / "model")).block
+    loaded = TextTaskModel.load(str(out / "model"))
+    loaded_block = read_task_dir(str(out / "model")).block
     assert loaded.kind == "classify" and loaded.labels.names == ["other", "whale"]
     assert loaded_block["seq_length"] == 24
 

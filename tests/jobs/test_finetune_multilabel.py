@@ -57,7 +57,8 @@ def test_finetune_multilabel_then_predict_and_serve(model_dir, tmp_path, rng, ca
     assert set(metrics["per_label"]) == set(LABELS)
     assert set(metrics["baselines"]) == {"all_negative", "all_labels",
                                            "most_frequent_set"}
-    loaded, loaded_block = TextTaskModel.load(str(out / "model")), read_task_dir(str(out / "model")).block
+    loaded = TextTaskModel.load(str(out / "model"))
+    loaded_block = read_task_dir(str(out / "model")).block
     assert loaded.kind == "multilabel" and loaded.labels.names == LABELS
     thresholds = loaded_block["thresholds"]
     assert thresholds == pytest.approx([metrics["thresholds"][n] for n in LABELS])

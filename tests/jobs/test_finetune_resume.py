@@ -34,7 +34,9 @@ from tests.jobs.test_finetune import (
     _write_csv,
 )
 
-pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md)
+# slow: every test over ~30 s, or behind a fixture that is (CI's durations log
+# docs/runs/ci-durations-2026-11-26-8c1e29d.md)
+pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

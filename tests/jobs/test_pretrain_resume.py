@@ -3,7 +3,8 @@
 Both training sources: the on-the-fly stream (NSP pairs made in a background thread,
 masks drawn anew each pass) and TFRecords from `create-pretraining-data`. The kill comes
 from outside, as soon as a checkpoint exists, at a moment the test does not choose; the
-run started again with the same command must end with bit-identical weights. A restart with another seed is refused.
+run started again with the same command must end with bit-identical weights. A restart with
+another seed is refused.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import pytest
 
 from tests.jobs.test_finetune_resume import _sigkill_after_checkpoint
 
-pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md)
+# slow: every test over ~30 s, or behind a fixture that is (CI's durations log
+# docs/runs/ci-durations-2026-11-26-8c1e29d.md)
+pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ARGS = ["--steps", "12", "--steps-per-epoch", "3", "--batch-size", "8", "--seq-length", "32",

@@ -21,7 +21,9 @@ from keras_bert.pretraining.phases import load_phase1_state, read_phase1
 from keras_bert.training import ResumableCheckpoint
 from keras_bert.training.optimizer import create_optimizer
 
-pytestmark = pytest.mark.slow  # every test over ~30 s, or behind a fixture that is (CI's durations log docs/runs/ci-durations-2026-11-26-8c1e29d.md)
+# slow: every test over ~30 s, or behind a fixture that is (CI's durations log
+# docs/runs/ci-durations-2026-11-26-8c1e29d.md)
+pytestmark = pytest.mark.slow
 
 COMMON = ["--batch-size", "32", "--precision", "float32", "--learning-rate", "2e-3"]
 PHASE1 = ["--steps", "150", "--steps-per-epoch", "150", "--seq-length", "32",

@@ -8,10 +8,11 @@ Expected failures (`xfail`) are not skips and are left alone.
 
 The one exception is explicit and printed, never a skip: tests that cannot run on this Python
 (`python_bound`: those marked `needs_torch`, where `scripts/install.sh` installs no torch,
-`needs_jax`, where no JAX release installs, and those of an older environment, `slow(env=...)`, without wheels there: `ENV_PYTHONS`) are
-deselected at collection, the report's header says which and why, and its summary counts
-them. On the development Python nothing is left out, so there a missing torch still skips
-locally and fails under CI. The summary also names CI's landing (`tests/support/schedule.py`).
+`needs_jax`, where no JAX release installs, and those of an older environment,
+`slow(env=...)`, without wheels there: `ENV_PYTHONS`) are deselected at collection, the
+report's header says which and why, and its summary counts them. On the development Python
+nothing is left out, so there a missing torch still skips locally and fails under CI. The
+summary also names CI's landing (`tests/support/schedule.py`).
 """
 
 from __future__ import annotations
@@ -106,8 +107,8 @@ def env_reason(env: str, python: str) -> str | None:
 
 def python_bound(item, python: str | None = None) -> str | None:
     """Why `item` cannot run on `python` (`3.X`, default this one), or None: it is marked
-    `needs_torch` or `needs_jax` there, or it builds an older environment (`slow(env=...)`) that has no
-    wheels there (`ENV_PYTHONS`)."""
+    `needs_torch` or `needs_jax` there, or it builds an older environment (`slow(env=...)`)
+    that has no wheels there (`ENV_PYTHONS`)."""
     python = python or this_python()
     if item.get_closest_marker("needs_torch") is not None and torch_reason(python):
         return torch_reason(python)

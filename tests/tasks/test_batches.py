@@ -186,9 +186,10 @@ def test_bad_batching_is_one_clear_error_before_any_work(classifier, batching, m
 def test_the_command_line_names_a_bad_bucket_list(model_dir, tmp_path, capsys):
     train = tmp_path / "train.csv"
     train.write_text("text,label\nthe whale,whale\nthe sea,other\n")
-    for flags, message in ((["--length-buckets", "16,32"], "must end at the sequence length"),
-                           (["--length-buckets", "16,x"], "--length-buckets is auto, longest, full"),
-                           (["--group-by-length", "-1"], "group_by_length is a number")):
+    for flags, message in (
+            (["--length-buckets", "16,32"], "must end at the sequence length"),
+            (["--length-buckets", "16,x"], "--length-buckets is auto, longest, full"),
+            (["--group-by-length", "-1"], "group_by_length is a number")):
         code = main(["finetune", "--task", "classify", "--model", model_dir, "--train",
                      str(train), "--out", str(tmp_path / "out"), "--seq-length", "64",
                      *flags])

@@ -198,8 +198,8 @@ def test_embedder_rejects_bad_pooling_and_shallow_encoders(config):
 def test_logits_are_float32_under_mixed_precision(config, rng):
     encoder = BertEncoder(config, dtype="mixed_bfloat16")
     x = _inputs(rng, n=2)
-    models = [BertClassifier(encoder, 2), BertTokenClassifier(encoder, 3), BertQuestionAnswerer(encoder),
-              BertEmbedder(encoder, "mean")]
+    models = [BertClassifier(encoder, 2), BertTokenClassifier(encoder, 3),
+              BertQuestionAnswerer(encoder), BertEmbedder(encoder, "mean")]
     for model in models:
         assert model.dtype_policy.name == "mixed_bfloat16"
         for tensor in keras.tree.flatten(model(x)):

@@ -1,5 +1,6 @@
-"""In-graph sliding windows (`keras_bert.text.doc_windows`) against `keras_bert.tasks.question_answering.squad`'s
-Python windows and its brute-force max-context rule (every window scored for every token)."""
+"""In-graph sliding windows (`keras_bert.text.doc_windows`) against
+`keras_bert.tasks.question_answering.squad`'s Python windows and its brute-force max-context
+rule (every window scored for every token)."""
 
 import itertools
 

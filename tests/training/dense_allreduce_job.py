@@ -1,7 +1,8 @@
 """MirroredStrategy on 2 logical CPUs (run as a subprocess by `test_static_shapes.py`:
 `python -m tests.training.dense_allreduce_job keras|adamw|lamb`): prints which gradient types
-reach Keras' cross-replica all-reduce, for Keras' own AdamW or for ours. Sparse (`IndexedSlices`) embedding gradients make that all-reduce an all-gather,
-which XLA cannot compile on GPUs (keras-team/keras#19809); ours must hand it dense ones."""
+reach Keras' cross-replica all-reduce, for Keras' own AdamW or for ours. Sparse
+(`IndexedSlices`) embedding gradients make that all-reduce an all-gather, which XLA cannot
+compile on GPUs (keras-team/keras#19809); ours must hand it dense ones."""
 
 import sys
 

@@ -88,8 +88,9 @@ class _Shapes(keras.callbacks.Callback):
 @pytest.mark.parametrize("kind", ["tag", "squad"])
 def test_window_kinds_fit_in_static_batches_under_xla(kind, model_dir, tmp_path, monkeypatch):
     """Windows are rows at the sequence length: with the remainder dropped and full-length
-    batches (what `fit` uses under a TPUStrategy: `Batching.resolved(..., static=True)`) every batch has one
-    fully defined shape, and the XLA-compiled step trains on `count // batch`."""
+    batches (what `fit` uses under a TPUStrategy: `Batching.resolved(..., static=True)`)
+    every batch has one fully defined shape, and the XLA-compiled step trains on
+    `count // batch`."""
     keras.utils.set_random_seed(0)
     if kind == "tag":
         model = TokenClassifier.from_pretrained(model_dir, ["B-LOC", "B-PER", "I-PER", "O"],

@@ -40,8 +40,8 @@ def test_fused_update_ends_where_keras_adamw_ends():
     ours_encoder, keras_encoder = _encoder(), _encoder()
     schedule = dict(learning_rate=1e-2, total_steps=20, warmup_steps=2, weight_decay=0.01)
     ours = create_optimizer(**schedule)
-    reference = _keras_adamw(learning_rate=WarmupPolynomialDecay(1e-2, 20, 2), weight_decay=0.01, beta_1=0.9,
-                             beta_2=0.999, epsilon=1e-6, global_clipnorm=1.0)
+    reference = _keras_adamw(learning_rate=WarmupPolynomialDecay(1e-2, 20, 2), weight_decay=0.01,
+                             beta_1=0.9, beta_2=0.999, epsilon=1e-6, global_clipnorm=1.0)
     for grads in _gradients(ours_encoder, steps=6):
         ours.apply([tf.constant(g) for g in grads], ours_encoder.trainable_variables)
         reference.apply([tf.constant(g) for g in grads], keras_encoder.trainable_variables)

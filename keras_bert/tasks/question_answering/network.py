@@ -122,7 +122,8 @@ class BertQuestionAnswerer(keras.Model):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """`span_loss` of the batch (+ any regularization losses)."""
         if y is None:
-            raise ValueError("BertQuestionAnswerer needs targets: start_positions and end_positions")
+            raise ValueError("BertQuestionAnswerer needs targets: start_positions and "
+                             "end_positions")
         start, end = self._targets(y)
         total = span_loss(start, end, y_pred["start_logits"], y_pred["end_logits"])
         if self.losses:

@@ -1,13 +1,17 @@
 """Question answering (SQuAD) export: `question` + `context` strings in, the answer out.
 
-`serving_default` takes `question` and `context` (`[batch]` strings) and returns:
+`serving_default` takes `question` and `context` (`[batch]` strings) and returns these
+`[batch]` outputs (dtype in parentheses):
 
-| output | dtype `[batch]` | meaning |
-| --- | --- | --- |
-| `answer` | string | the answer, cut from the ORIGINAL context (casing, accents, spacing kept); `""` for no answer |
-| `start`, `end` | int64 | UTF-8 BYTE offsets of the answer in the context (`-1` for no answer) |
-| `score` | float32 | `start_logit + end_logit` of the answer; the null score when "no answer" wins (SQuAD v2.0); `0` when no span is possible (v1.1, e.g. an empty context): always finite, so that any JSON parser reads it |
-| `has_answer` | bool | whether `answer` is a span of the context (false: "no answer" won, or no span was possible) |
+* `answer` (string): the answer, cut from the ORIGINAL context (casing, accents, spacing
+  kept); `""` for no answer;
+* `start`, `end` (int64): UTF-8 BYTE offsets of the answer in the context (`-1` for no
+  answer);
+* `score` (float32): `start_logit + end_logit` of the answer; the null score when "no
+  answer" wins (SQuAD v2.0); `0` when no span is possible (v1.1, e.g. an empty context):
+  always finite, so that any JSON parser reads it;
+* `has_answer` (bool): whether `answer` is a span of the context (false: "no answer" won,
+  or no span was possible).
 
 The windows are fine-tuning's (`question_windows.py`, the original
 `run_squad.py`'s rules) and `keras-bert predict` runs this very function: the question is cut
@@ -133,7 +137,8 @@ class QuestionAnswererServing(ServingModule):
                 "score": score, "has_answer": answered}
 
     def litert_graph(self):
-        """The LiteRT export's graph: windows and decoding from TFLite ops (`litert_answerer.py`)."""
+        """The LiteRT export's graph: windows and decoding from TFLite ops
+        (`litert_answerer.py`)."""
         from keras_bert.tasks.question_answering.litert_answerer import AnswerGraph
 
         return AnswerGraph(self)

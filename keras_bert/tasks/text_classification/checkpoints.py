@@ -1,10 +1,9 @@
 """The text-classification kinds in other checkpoint layouts (this folder's hook, named by
 its registry lines: `registry.Kind.checkpoints`).
 
-| checkpoint                                    | read as                                  |
-| --------------------------------------------- | ---------------------------------------- |
-| Hugging Face `BertForSequenceClassification`  | `TextClassifier`, `TextRegressor` or `MultiLabelClassifier`, by `problem_type` |
-| Model Garden's fine-tuned `BertClassifier`    | `TextClassifier`                         |
+* Hugging Face `BertForSequenceClassification`: read as `TextClassifier`, `TextRegressor` or
+  `MultiLabelClassifier`, by `problem_type`;
+* Model Garden's fine-tuned `BertClassifier`: read as `TextClassifier`.
 
 `problem_type`: `regression` (or none, with one label), `multi_label_classification`
 (thresholds 0.5), `single_label_classification` (or none, with several labels). Hugging

@@ -126,10 +126,11 @@ def _gold_and_probabilities(gold, probabilities) -> tuple[np.ndarray, np.ndarray
 # Whether a label was learned. Tuning picks the best of many cuts, so on the set it was
 # tuned on its F1 beats the text-blind "every text" answer (F1 2p / (1 + p), p the label's
 # positive rate; "no text" scores 0) even when the scores know nothing about the label (issue
-# 30's unlearned label: precision 0.06, F1 0.11, barely above every text's). How far chance alone lifts that
-# maximum shrinks with the number of rows and grows as p falls (measured with this code, p
-# 0.4: 0.16 F1 at 48 rows, 0.04 at 200, 0.007 at 1,000; p 0.06: 0.26 at 200 rows, 0.08 at
-# 1,000, 0.013 at 5,000), so no fixed margin fits every set. It is measured instead:
+# 30's unlearned label: precision 0.06, F1 0.11, barely above every text's). How far chance
+# alone lifts that maximum shrinks with the number of rows and grows as p falls (measured
+# with this code, p 0.4: 0.16 F1 at 48 rows, 0.04 at 200, 0.007 at 1,000; p 0.06: 0.26 at
+# 200 rows, 0.08 at 1,000, 0.013 at 5,000), so no fixed margin fits every set. It is
+# measured instead:
 # the label's positives are shuffled across the rows CHANCE_SHUFFLES times and the tuning's
 # best F1 over the same cuts recomputed; a label counts as learned only when its tuned F1
 # beats the CHANCE_QUANTILE of those (a 1% false alarm rate for a label the model did not

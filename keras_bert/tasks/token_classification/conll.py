@@ -7,8 +7,8 @@ must look like `O` or `<prefix>-<TYPE>` with prefix B, I, E or S.
 
 Featurisation (the BERT paper's NER recipe: the FIRST wordpiece of a word carries its
 label, every other position `IGNORE_LABEL`; windows over long sentences) is
-`keras_bert.tasks.token_classification.word_windows`, in TensorFlow, shared by fine-tuning, the export and
-`keras-bert predict`. A readable Python reference lives in the tests.
+`keras_bert.tasks.token_classification.word_windows`, in TensorFlow, shared by fine-tuning,
+the export and `keras-bert predict`. A readable Python reference lives in the tests.
 """
 
 from __future__ import annotations

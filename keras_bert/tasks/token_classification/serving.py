@@ -17,7 +17,7 @@ batch (`num_words` tells each row's count):
 | `labels` | string `[batch, words]`, the label's name | `""` |
 | `label_ids` | int32 `[batch, words]` | -1 |
 | `scores` | float32 `[batch, words]`, the label's probability | 0.0 |
-| `start_offsets`, `end_offsets` | int64 `[batch, words]`, UTF-8 BYTE offsets of the word in the text | -1 |
+| `start_offsets`, `end_offsets` | int64 `[batch, words]`, UTF-8 BYTE offsets of the word | -1 |
 | `num_words` | int32 `[batch]` | |
 
 `text[start_offsets[i, j]:end_offsets[i, j]]` (on the UTF-8 bytes) is `tokens[i, j]`.

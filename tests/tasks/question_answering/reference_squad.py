@@ -1,7 +1,8 @@
 """Readable Python reference of the original `run_squad.py` featurisation and decoding.
 
-Tests hold the TensorFlow code (`keras_bert.tasks.question_answering.question_windows`, the export's in-graph
-decoding in `keras_bert.tasks.question_answering.serving`) to this plain reimplementation of the rules:
+Tests hold the TensorFlow code (`keras_bert.tasks.question_answering.question_windows`, the
+export's in-graph decoding in `keras_bert.tasks.question_answering.serving`) to this plain
+reimplementation of the rules:
 
 Features: `[CLS] question [SEP] window [SEP]` with the question cut to `max_query_length`
 tokens and the context covered by windows of at most `seq_length - len(question) - 3`

@@ -121,8 +121,8 @@ def test_fit_ends_with_the_weights_thresholds_and_metrics_of_keras_bert_finetune
     for a, b in zip(ours, theirs, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
     block = trained._task_block()  # the thresholds tuned on TUNE included
-    assert block == {k: read_task_dir(cli_dir).block[k] for k in block} and block["thresholds"] == list(
-        trained.thresholds)
+    assert (block == {k: read_task_dir(cli_dir).block[k] for k in block}
+            and block["thresholds"] == list(trained.thresholds))
     # evaluate on the tuning set: metrics.json's numbers (its baselines from the fit's rows)
     assert json.loads(json.dumps(trained.evaluate(*TUNE, batch_size=16))) == metrics
 

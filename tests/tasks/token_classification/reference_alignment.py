@@ -1,6 +1,6 @@
 """Readable Python reference of first-wordpiece label alignment (no windows: words that do
-not fit are dropped), the rule `keras_bert.tasks.token_classification.word_windows` must reproduce on every
-sentence that fits in one window.
+not fit are dropped), the rule `keras_bert.tasks.token_classification.word_windows` must
+reproduce on every sentence that fits in one window.
 
 Every word is split into wordpieces; the FIRST piece of a word carries the word's label and
 the other pieces carry `IGNORE_LABEL`, as do `[CLS]`, `[SEP]` and padding. `word_ids` gives,

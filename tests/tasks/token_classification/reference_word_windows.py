@@ -1,6 +1,7 @@
-"""Readable Python reference of token classification's windows (`keras_bert.tasks.token_classification.word_windows`
-must give the same): the original run_squad.py window and max-context rules applied to a
-sentence's wordpieces, the label on each word's first wordpiece."""
+"""Readable Python reference of token classification's windows
+(`keras_bert.tasks.token_classification.word_windows` must give the same): the original
+run_squad.py window and max-context rules applied to a sentence's wordpieces, the label on
+each word's first wordpiece."""
 
 from __future__ import annotations
 

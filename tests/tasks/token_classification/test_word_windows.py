@@ -1,6 +1,7 @@
 """`word_windows` and friends (TensorFlow; fine-tuning, export and predict all run them)
-against the readable Python reference (`tests/tasks/token_classification/reference_word_windows.py`), against
-Python's `str.split()`, and against the one-window alignment of the original recipe
+against the readable Python reference
+(`tests/tasks/token_classification/reference_word_windows.py`), against Python's
+`str.split()`, and against the one-window alignment of the original recipe
 (`tests/tasks/token_classification/reference_alignment.py`) on sentences that fit."""
 
 from __future__ import annotations
