@@ -51,7 +51,6 @@ def main(argv: list[str]) -> None:
                       train=os.path.join(args.root, "train.csv"), out=args.out,
                       eval=os.path.join(args.root, "eval.csv") if args.eval else None,
                       seq_length=backend_fit.SEQ, epochs=EPOCHS, batch_size=BATCH,
-                      length_buckets="full",  # one batch shape: one program to compile
                       learning_rate=backend_fit.LEARNING_RATE, dropout=0.0,
                       distribution=args.distribution, checkpoint_steps=CHECKPOINT_STEPS,
                       seed=5, verbose=0,
