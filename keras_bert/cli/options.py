@@ -28,7 +28,8 @@ def add_job_options(p, job_class, skip: tuple[str, ...] = ()) -> None:
 
     hints = typing.get_type_hints(job_class)
     groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
-    for field in dataclasses.fields(job_class):
+    # Keyword-only fields (shared ones a job inherits, as `HostOptions`) after its own.
+    for field in sorted(dataclasses.fields(job_class), key=lambda f: f.kw_only is True):
         meta = field.metadata
         if not field.init or field.name in skip or meta.get("cli") is False:
             continue

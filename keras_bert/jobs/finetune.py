@@ -29,7 +29,13 @@ from keras_bert.config import (
     LongTextReading,
     default_doc_stride,
 )
-from keras_bert.jobs.options import DISTRIBUTION_HELP, option, with_fetched_checkpoint
+from keras_bert.jobs.options import (
+    DISTRIBUTION_HELP,
+    HOST_FIELDS,
+    HostOptions,
+    option,
+    with_fetched_checkpoint,
+)
 from keras_bert.tasks.registry import FINETUNE_KINDS, task_class
 from keras_bert.training.precision import (
     PRECISION_CHOICES,
@@ -40,12 +46,12 @@ from keras_bert.training.precision import (
 
 # `distribution` too: a run resumes on another number of devices (the same updates).
 _NOT_ARGUMENTS = ("out", "verbose", "callbacks", "checkpoint_steps", "checkpoint_minutes",
-                  "distribution",
+                  "distribution", *HOST_FIELDS,
                   "precision_note")
 
 
 @dataclasses.dataclass
-class FinetuneJob:
+class FinetuneJob(HostOptions):
     """Everything a fine-tuning run needs (BERT's fine-tuning defaults)."""
 
     task: str = option(help="the task kind", choices=FINETUNE_KINDS)
@@ -111,6 +117,9 @@ class FinetuneJob:
     callbacks: list = option(cli=False, default_factory=list)
     precision_note: str = dataclasses.field(default="", init=False, repr=False)
     def __post_init__(self):
+        # Many hosts: joined before anything (the precision, the distribution) lists the
+        # devices; JAX fixes them then.
+        self.join_hosts()
         if self.task not in FINETUNE_KINDS:
             raise ValueError(f"task must be one of {FINETUNE_KINDS}, got {self.task!r}")
         asked, self.precision = self.precision, resolve_precision(self.precision)
@@ -196,14 +205,15 @@ def run_finetuning(job: FinetuneJob) -> dict:
     rows an epoch trains on: one per text, or per window of a long one), `epochs`, `steps`,
     `seconds`.
     """
+    from keras_bert.training.backends import is_chief
     from keras_bert.training.checkpointing import ResumableCheckpoint
-    from keras_bert.training.json_output import finite, write_json
-    from keras_bert.training.plots import plot_history
+    from keras_bert.training.json_output import finite
     from keras_bert.training.resume import HistoryFile, job_arguments
 
     start = time.perf_counter()
     job = with_fetched_checkpoint(job, "model")
-    os.makedirs(job.out, exist_ok=True)
+    if is_chief():
+        os.makedirs(job.out, exist_ok=True)
     checkpoint = ResumableCheckpoint(
         os.path.join(job.out, "checkpoints"), every_steps=job.checkpoint_steps,
         every_seconds=60.0 * job.checkpoint_minutes, arguments=job_arguments(
@@ -234,18 +244,27 @@ def run_finetuning(job: FinetuneJob) -> dict:
         if job.verbose:
             print(eval_line(job.task, result["eval"]), flush=True)
         model._tune_on(result["eval"])
+    result["seconds"] = round(time.perf_counter() - start, 1)
+    if is_chief():  # one process writes (many hosts: process 0)
+        _write_outputs(job, model, result, logs)
+    checkpoint.finish(finite(result))
+    return finite(result)
+
+
+def _write_outputs(job: FinetuneJob, model, result: dict, logs: dict) -> None:
+    """`model/`, `history.json`, `curves.png` and `metrics.json` in `job.out`."""
+    from keras_bert.training.json_output import finite, write_json
+    from keras_bert.training.plots import plot_history
+
     model.save(os.path.join(job.out, "model"), metadata={
         "finetuned_from": os.path.abspath(job.model), "train_file": os.path.abspath(job.train),
         "eval": finite(result.get("eval"))})
-    write_json(history_path, logs)
+    write_json(os.path.join(job.out, "history.json"), logs)
     majority = (result.get("eval") or {}).get("majority_baseline")
     plot_history(logs, os.path.join(job.out, "curves.png"), title=f"fine-tuning: {job.task}",
                  baselines={"accuracy": (majority, "majority class (eval)")} if majority
                  else None)
-    result["seconds"] = round(time.perf_counter() - start, 1)
     write_json(os.path.join(job.out, "metrics.json"), result)
-    checkpoint.finish(finite(result))
-    return finite(result)
 
 
 __all__ = ["FinetuneJob", "eval_line", "finetuning_model", "run_finetuning"]

@@ -23,7 +23,13 @@ import time
 from typing import TYPE_CHECKING
 
 from keras_bert.config import DEFAULT_SEQ_LENGTH, OPTIMIZERS
-from keras_bert.jobs.options import DISTRIBUTION_HELP, option, with_fetched_checkpoint
+from keras_bert.jobs.options import (
+    DISTRIBUTION_HELP,
+    HOST_FIELDS,
+    HostOptions,
+    option,
+    with_fetched_checkpoint,
+)
 from keras_bert.training.backends import default_jit_compile
 from keras_bert.training.precision import (
     AUTO,
@@ -37,7 +43,7 @@ if TYPE_CHECKING:  # annotations only: the module loads no TensorFlow (the CLI r
     from keras_bert.pretraining.model import TextPretrainer
 
 @dataclasses.dataclass
-class PretrainJob:
+class PretrainJob(HostOptions):
     """Everything a pretraining run needs; the defaults train BERT-Tiny on the embedded corpus.
     Its fields are `keras-bert pretrain`'s options."""
 
@@ -107,6 +113,9 @@ class PretrainJob:
     precision_note: str = dataclasses.field(default="", init=False, repr=False)
 
     def __post_init__(self):
+        # Many hosts: joined before anything (the precision, the distribution) lists the
+        # devices; JAX fixes them then.
+        self.join_hosts()
         asked = self.precision
         if asked == AUTO and self.strategy == "tpu":
             self.precision = "mixed_bfloat16"  # the TPU system is not initialised yet
@@ -138,7 +147,8 @@ class PretrainJob:
 
 
 # `distribution` too: a run resumes on another number of devices (the same updates).
-_NOT_ARGUMENTS = ("out", "verbose", "callbacks", "precision_note", "distribution")
+_NOT_ARGUMENTS = ("out", "verbose", "callbacks", "precision_note", "distribution",
+                  *HOST_FIELDS)
 # Arguments added after runs were checkpointed: left out at their defaults, so those resume.
 _LATER_DEFAULTS = {"optimizer": "adamw", "accumulation_steps": 1, "phase2_from": None}
 
@@ -206,12 +216,15 @@ def run_pretraining(job: PretrainJob) -> dict:
     `metrics.json`, `history.json`, `curves.png`, `logs/` (TensorBoard), `checkpoints/`."""
     import keras
 
+    from keras_bert.training.backends import is_chief
     from keras_bert.training.checkpointing import ResumableCheckpoint
     from keras_bert.training.resume import HistoryFile
 
     start = time.perf_counter()
     job = with_fetched_checkpoint(job, "init")
-    os.makedirs(job.out, exist_ok=True)
+    chief = is_chief()  # the one process that writes (many hosts: process 0)
+    if chief:
+        os.makedirs(job.out, exist_ok=True)
     # Checkpoints at epoch ends only: the stream's NSP pairs, masks and TFRecord shuffles
     # follow the state of the one iterator that makes them, and `fit_from_step` runs one
     # iterator only when it resumes at an epoch boundary (mid-epoch resumes take two).
@@ -238,14 +251,17 @@ def run_pretraining(job: PretrainJob) -> dict:
               steps_per_epoch=job.steps_per_epoch, validation_data=held_out,
               validation_steps=job.eval_steps, seed=job.seed, checkpoint=checkpoint,
               callbacks=[history, checkpoint,  # the epoch's logs are on disk before its state
-                         keras.callbacks.TensorBoard(os.path.join(job.out, "logs")),
+                         *([keras.callbacks.TensorBoard(os.path.join(job.out, "logs"))]
+                           if chief else []),
                          *job.callbacks], verbose=job.verbose)
     logs = history.logs(epochs)
     metrics = _metrics(job, model, logs, held_out)
-    _write_outputs(job, model, metrics, logs)
+    if chief:
+        _write_outputs(job, model, metrics, logs)
     metrics["seconds"] = round(time.perf_counter() - start, 1)
-    with open(os.path.join(job.out, "metrics.json"), "w", encoding="utf-8") as f:
-        json.dump(metrics, f, indent=2)
+    if chief:
+        with open(os.path.join(job.out, "metrics.json"), "w", encoding="utf-8") as f:
+            json.dump(metrics, f, indent=2)
     checkpoint.finish(metrics)
     return metrics
 

@@ -43,7 +43,10 @@ def fit_rows(model, rows: list, *, batch_size: int, epochs: int, seed: int,
     # here; MirroredStrategy, one device and JAX keep every example).
     static = backends.static_batches(model)
     # A JAX data-parallel split takes whole batches only: the partial last one is dropped.
-    drop = static or backends.batch_splits(model) > 1
+    # Many processes: Keras gives each its slice of every batch by the stream's static
+    # batch size (`Distribution.distribute_dataset`), which a partial batch leaves unknown.
+    many = backends.process_count() > 1
+    drop = static or many or backends.batch_splits(model) > 1
     jit_compile = (model.jit_compile if model.compiled
                    else model._compile_arguments.get("jit_compile"))
     seq_length = model.preprocessor.seq_length
@@ -61,8 +64,11 @@ def fit_rows(model, rows: list, *, batch_size: int, epochs: int, seed: int,
             model._compile(model.schedule.optimizer(steps * int(epochs)),
                            **model._compile_arguments)
     model._sized_optimizer = sized
+    # Many processes validate on whole batches as they train (every process's slice of a
+    # batch has one shape): the last, partial batch is left out of the validation logs.
     validation = (None if validation_rows is None
-                  else model._stream(validation_rows, batch_size, batching=batching)[0])
+                  else model._stream(validation_rows, batch_size, drop_remainder=many,
+                                     batching=batching)[0])
     callbacks = [*([checkpoint] if checkpoint else []), *fit_kwargs.pop("callbacks", [])]
     with backends.distribution_scope(model):  # JAX: Keras splits each batch across devices
         start = checkpoint.restore(model)["step"] if checkpoint is not None else 0

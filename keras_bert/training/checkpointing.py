@@ -143,7 +143,8 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         A checkpoint that cannot be read (a damaged disk) is skipped with a warning.
         """
         for leftover in glob.glob(os.path.join(self.directory, "ckpt-*.npz.tmp")):
-            os.remove(leftover)  # a write that a kill interrupted
+            if self._is_chief():  # the process that writes them
+                os.remove(leftover)  # a write that a kill interrupted
         paths = self.checkpoints()
         if not paths:
             return {"step": 0}

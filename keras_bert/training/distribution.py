@@ -15,6 +15,11 @@ sharded Megatron-style over a (batch x model) mesh.
 - None: whatever Keras has (a user's own `keras.distribution.set_distribution(...)`), so a
   Keras user's way in and ours run the same program.
 
+Many hosts: `initialize_hosts` joins this process to the others (`keras.distribution.initialize`,
+`jax.distributed` under it) before any device is touched; `list_devices()` then reports every
+process's devices, and Keras' `distribute_dataset` gives each process its slice of every
+global batch.
+
 A model is built under its distribution (Keras lays each variable out as it creates it,
 which is also what lets a model too large for one device load at all): the builders take
 `distribution=` (`distributed_builder`) and `fit` runs in its scope
@@ -28,13 +33,23 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import math
+import os
 import re
+import sys
+import time
 
 import keras
 
 BATCH_AXIS = "batch"
 MODEL_AXIS = "model"
 CHOICES = ("auto", "none", "data_parallel", "model_parallel:N")
+# What Keras' `initialize` reads when an argument is not given (JAX reads its own too, and
+# detects Slurm, Open MPI and TPU pods).
+HOST_VARIABLES = {"coordinator": "KERAS_DISTRIBUTION_JOB_ADDRESSES",
+                  "num_processes": "KERAS_DISTRIBUTION_NUM_PROCESSES",
+                  "process_id": "KERAS_DISTRIBUTION_PROCESS_ID"}
+HOSTS_TIMEOUT = 300  # seconds: jax.distributed.initialize's own default
 
 # BERT's weights sharded over the `model` axis as Megatron-LM shards them (Shoeybi et al.
 # 2019): the attention's query/key/value and the FFN's first kernel by columns (each device
@@ -197,6 +212,124 @@ def undistributed():
         keras.distribution.set_distribution(before)
 
 
+def hosts_requested(coordinator=None, num_processes=None, process_id=None) -> bool:
+    """Whether a multi-process run is asked for: by an argument or by one of Keras'
+    `HOST_VARIABLES` (the jobs join only then; a Slurm or TPU pod run that leaves all of
+    them to JAX's detection calls `initialize_hosts()` itself)."""
+    given = (coordinator, num_processes, process_id)
+    return any(v is not None for v in given) or any(v in os.environ
+                                                    for v in HOST_VARIABLES.values())
+
+
+def initialize_hosts(coordinator: str | None = None, num_processes: int | None = None,
+                     process_id: int | None = None, timeout: float = HOSTS_TIMEOUT):
+    """Joins this process to a multi-process JAX run with `keras.distribution.initialize`
+    (`jax.distributed.initialize` under it), before anything touches a device; returns
+    `(this process's index, the number of processes)`.
+
+    `coordinator`: process 0's `HOST:PORT` (Keras' comma-separated job addresses also do:
+    the first is the coordinator); `num_processes`; `process_id` in `0..num_processes-1`.
+    Each not given is read from Keras' `HOST_VARIABLES`, then left to JAX's detection
+    (Slurm, Open MPI, TPU pods). A coordinator that does not answer within `timeout`
+    seconds ends in a `TimeoutError` naming it (a process other than 0 first waits for
+    the coordinator's port to open; the wait for the others is JAX's
+    `initialization_timeout`, at whose end JAX stops the process itself). Once
+    joined, a second call changes nothing and returns the same.
+    """
+    coordinator, num_processes, process_id = _host_settings(coordinator, num_processes,
+                                                            process_id)
+    if float(timeout) <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
+    from keras_bert.backend import is_jax, name
+
+    if not is_jax():
+        raise ValueError(f"many hosts are Keras' JAX distribution (keras.distribution."
+                         f"initialize); this process runs {name()!r}: set KERAS_BACKEND=jax "
+                         "(on TensorFlow: keras-bert pretrain --strategy multi_worker)")
+    import jax
+
+    if jax.distributed.is_initialized():
+        return jax.process_index(), jax.process_count()
+    deadline = time.monotonic() + float(timeout)
+    if coordinator is not None and process_id not in (None, 0):
+        _wait_for_coordinator(coordinator, deadline, process_id)
+    # JAX ends the process (no exception) when its own wait runs out: this line says what
+    # it was waiting for.
+    where = coordinator or "the coordinator JAX detects"
+    print(f"joining {num_processes or 'the'} processes at {where} as process {process_id} "
+          f"(up to {timeout} s)", file=sys.stderr, flush=True)
+    with _initialization_timeout(max(1, math.ceil(deadline - time.monotonic()))):
+        keras.distribution.initialize(coordinator, num_processes, process_id)
+    return jax.process_index(), jax.process_count()
+
+
+def _host_settings(coordinator, num_processes, process_id) -> tuple:
+    """The arguments, each missing one from its `HOST_VARIABLES` entry, checked: a
+    `ValueError` names a bad one."""
+    values = {"coordinator": coordinator, "num_processes": num_processes,
+              "process_id": process_id}
+    for key, variable in HOST_VARIABLES.items():
+        if values[key] is None and os.environ.get(variable):
+            values[key] = os.environ[variable]
+    for key in ("num_processes", "process_id"):
+        if values[key] is not None:
+            try:
+                values[key] = int(values[key])
+            except ValueError:
+                raise ValueError(f"{key} must be a whole number, got {values[key]!r} "
+                                 f"(argument or {HOST_VARIABLES[key]})") from None
+    coordinator, num_processes, process_id = values.values()
+    if num_processes is not None and num_processes < 1:
+        raise ValueError(f"num_processes must be at least 1, got {num_processes}")
+    if process_id is not None and (process_id < 0 or (num_processes is not None
+                                                      and process_id >= num_processes)):
+        upper = "" if num_processes is None else f" for {num_processes} processes"
+        highest = "" if num_processes is None else str(num_processes - 1)
+        raise ValueError(f"process_id must be in 0..{highest}{upper}, got {process_id}")
+    if coordinator is not None:
+        first = str(coordinator).split(",")[0].strip()
+        host, _, port = first.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"coordinator must be HOST:PORT (process 0's address and a port "
+                             f"free there), got {coordinator!r}")
+    return coordinator, num_processes, process_id
+
+
+def _wait_for_coordinator(coordinator: str, deadline: float, process_id: int) -> None:
+    """Returns once the coordinator's port accepts a connection (process 0 may start after
+    this one); a `TimeoutError` naming it at `deadline`. JAX's own wait for an absent
+    coordinator ends the process with a C++ check failure, which Python cannot catch."""
+    import socket
+
+    host, _, port = coordinator.split(",")[0].strip().rpartition(":")
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=2.0):
+                return
+        except OSError as error:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"no coordinator answered at {coordinator} (process "
+                                   f"{process_id} waited until its timeout): is process 0 "
+                                   f"running there, and is the port reachable? ({error})"
+                                   ) from None
+        time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def _initialization_timeout(seconds: int):
+    """`jax.distributed.initialize` bound to wait `seconds` for the coordinator while
+    Keras' `initialize` calls it: Keras 3 forwards no timeout, and JAX's own default
+    (300 s) is the only bound on a coordinator that never answers."""
+    import jax
+
+    join = jax.distributed.initialize
+    jax.distributed.initialize = functools.partial(join, initialization_timeout=seconds)
+    try:
+        yield
+    finally:
+        jax.distributed.initialize = join
+
+
 def _require_jax(what: str) -> None:
     from keras_bert.backend import is_jax, name
 
@@ -206,6 +339,8 @@ def _require_jax(what: str) -> None:
                          "keras_bert.training.get_strategy)")
 
 
-__all__ = ["BERT_LAYOUT", "BertModelParallel", "CHOICES", "bert_layout_map", "built_in",
+__all__ = ["BERT_LAYOUT", "BertModelParallel", "CHOICES", "HOST_VARIABLES", "HOSTS_TIMEOUT",
+           "bert_layout_map", "built_in",
            "check_batch_size", "check_layout", "data_parallel_size", "distributed_builder",
-           "get_distribution", "parse", "undistributed"]
+           "get_distribution", "hosts_requested", "initialize_hosts", "parse",
+           "undistributed"]

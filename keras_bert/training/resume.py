@@ -127,7 +127,8 @@ def load_history(path: str, epochs: int) -> dict:
 
 
 class HistoryFile(keras.callbacks.Callback):
-    """Appends each epoch's logs to `history` and rewrites `path` atomically.
+    """Appends each epoch's logs to `history` and rewrites `path` atomically (in the
+    process that writes checkpoints only: `is_chief`; the others keep `history`).
 
     `history` None: the logs of the epochs before the first one this run ends are read
     from `path` then (a resumed run keeps the logs of the epochs it does not repeat)."""
@@ -142,6 +143,10 @@ class HistoryFile(keras.callbacks.Callback):
             self.history = load_history(self.path, epoch)
         for key, value in (logs or {}).items():
             self.history.setdefault(key, []).append(float(np.asarray(value)))
+        from keras_bert.training.backends import is_chief
+
+        if not is_chief():
+            return
         with open(self.path + ".tmp", "w", encoding="utf-8") as f:
             json.dump(self.history, f)
         os.replace(self.path + ".tmp", self.path)

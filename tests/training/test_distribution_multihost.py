@@ -1,0 +1,234 @@
+"""Many hosts on JAX (`keras_bert.training.distribution.initialize_hosts`, the jobs'
+`--coordinator`, `--num-processes`, `--process-id`): real processes on 127.0.0.1.
+
+Two processes of 4 simulated CPU devices each (`XLA_FLAGS=--xla_force_host_platform_
+device_count=4 KERAS_BACKEND=jax`), joined by `keras.distribution.initialize`, run
+`keras-bert finetune`'s job (`tests/support/multihost_fit.py`) with `data_parallel` over
+the 8 devices: killed after step 5, then resumed from process 0's step-4 checkpoint, their
+losses and weights equal one process on one device (the tolerances of
+`test_distribution_jax.py`). Process 1 gets an output directory of its own, so that what it
+writes shows: nothing; before the resumed run it gets a copy of process 0's, as a shared
+file system would give it. The in-process tests (pytest's TensorFlow backend) check the
+settings' messages; a coordinator that never answers ends in a `TimeoutError` within the
+bound, in a JAX process.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keras_bert.training.distribution import initialize_hosts
+from tests.training.test_distribution_jax import LOSS_RTOL, ROOT, WEIGHTS_ATOL
+
+PROCESSES = 2
+LOCAL_DEVICES = 4
+# Seconds, each process: a few on an idle 2-core host; a niced process on a shared, busy one
+# was seen to get 5% of a core.
+PROCESS_TIMEOUT = 900
+KILL_AT = 5  # of 8 steps (2 epochs of 4); process 0 checkpoints every 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict:
+    return dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3",
+                XLA_FLAGS=f"--xla_force_host_platform_device_count={LOCAL_DEVICES}")
+
+
+# ----- in process: the settings' messages -------------------------------------------------
+
+@pytest.mark.parametrize("settings, message", [
+    ({"num_processes": 2, "process_id": 2}, r"^process_id must be in 0\.\.1 for 2 processes, "
+                                            r"got 2$"),
+    ({"num_processes": 2, "process_id": -1}, r"^process_id must be in 0\.\.1 for 2 "
+                                             r"processes, got -1$"),
+    ({"num_processes": 0}, r"^num_processes must be at least 1, got 0$"),
+    ({"coordinator": "10.0.0.1", "num_processes": 2, "process_id": 0},
+     r"^coordinator must be HOST:PORT \(process 0's address and a port free there\), got "
+     r"'10\.0\.0\.1'$"),
+    ({"num_processes": 2, "process_id": 0, "timeout": 0}, r"^timeout must be a positive"),
+])
+def test_bad_host_settings_name_the_problem(settings, message):
+    with pytest.raises(ValueError, match=message):
+        initialize_hosts(**settings)
+
+
+def test_the_environment_is_read_and_checked_as_the_arguments(monkeypatch):
+    monkeypatch.setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "2")
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "5")
+    with pytest.raises(ValueError, match=r"process_id must be in 0\.\.1 for 2 processes"):
+        initialize_hosts()
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "one")
+    with pytest.raises(ValueError, match="process_id must be a whole number, got 'one' "
+                                         r"\(argument or KERAS_DISTRIBUTION_PROCESS_ID\)"):
+        initialize_hosts()
+
+
+def test_many_hosts_need_jax():
+    with pytest.raises(ValueError, match="many hosts are Keras' JAX distribution .* this "
+                                         "process runs 'tensorflow'"):
+        initialize_hosts("127.0.0.1:1234", 2, 0)
+
+
+@pytest.mark.parametrize("command", ["finetune", "pretrain"])
+def test_the_jobs_join_through_their_host_flags_and_resume_without_them(command, tmp_path,
+                                                                        capsys):
+    from keras_bert.cli import main
+    from keras_bert.jobs.finetune import _NOT_ARGUMENTS as FINETUNE_IGNORED
+    from keras_bert.jobs.options import HOST_FIELDS
+    from keras_bert.jobs.pretrain import _NOT_ARGUMENTS as PRETRAIN_IGNORED
+
+    # The flags reach initialize_hosts: its one line, before any file is read.
+    own = (["--task", "classify", "--model", "random-tiny", "--train",
+            str(tmp_path / "absent.csv")] if command == "finetune" else [])
+    code = main([command, *own, "--out", str(tmp_path / "out"), "--coordinator",
+                 "127.0.0.1:1234", "--num-processes", "2", "--process-id", "3"])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"keras-bert {command}: error: process_id must be in 0..1 for 2 processes, got 3")
+    assert not (tmp_path / "out").exists()
+    assert HOST_FIELDS == ("coordinator", "num_processes", "process_id")
+    assert set(HOST_FIELDS) <= set(FINETUNE_IGNORED) & set(PRETRAIN_IGNORED)
+
+
+@pytest.mark.needs_jax
+def test_a_coordinator_that_never_answers_ends_in_a_timeout_error():
+    port = _free_port()  # nothing listens there
+    code = ("import sys, time\n"
+            "from keras_bert.training.distribution import initialize_hosts\n"
+            "start = time.monotonic()\n"
+            "try:\n"
+            f"    initialize_hosts('127.0.0.1:{port}', 2, 1, timeout=5)\n"
+            "finally:\n"
+            "    print(f'waited {time.monotonic() - start:.1f} s', file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=PROCESS_TIMEOUT)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert (f"TimeoutError: no coordinator answered at 127.0.0.1:{port} (process 1 waited "
+            "until its timeout)") in done.stderr
+    # The wait itself (the imports before it take what a busy host gives them).
+    waited = float(done.stderr.split("waited ")[1].split(" s")[0])
+    assert 5 <= waited < 30, waited
+
+
+# ----- two processes of 4 devices, against one process of one device -----------------------
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    """The zero-dropout encoder, 32 training rows of the classify rule and 13 of them
+    to evaluate on (a partial batch), written before any of the processes starts."""
+    from tests.support import backend_fit
+
+    root = tmp_path_factory.mktemp("multihost")
+    backend_fit.init(root, kinds=[])
+    texts, labels = backend_fit._sentences(32, seed=1)
+    with open(root / "train.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows(zip(texts, labels, strict=True))
+    with open(root / "eval.csv", "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([("text", "label"), *zip(texts[:13], labels[:13], strict=True)])
+    return root
+
+
+def _start(root: Path, name: str, processes: int, *arguments: str) -> list:
+    """`multihost_fit --eval` in `processes` processes (1: alone, no distribution), each
+    writing under `root/name-p<i>`; the processes and their logs."""
+    port = _free_port()
+    runs = []
+    for i in range(processes):
+        hosts = ["--distribution", "data_parallel", "--coordinator", f"127.0.0.1:{port}",
+                 "--num-processes", str(processes), "--process-id", str(i)]
+        log = open(root / f"{name}-p{i}.log", "w", encoding="utf-8")  # noqa: SIM115
+        command = [sys.executable, "-m", "tests.support.multihost_fit", str(root),
+                   str(root / f"{name}-p{i}"), str(root / f"{name}-p{i}.npz"), "--eval",
+                   *(hosts if processes > 1 else []), *arguments]
+        runs.append((name, subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=log,
+                                            stderr=subprocess.STDOUT), log))
+    return runs
+
+
+def _results(root: Path, runs: list) -> list[dict]:
+    """The results of `_start`'s processes, in process order, each waited for at most
+    `PROCESS_TIMEOUT` (then all are killed)."""
+    try:
+        for _, process, log in runs:
+            process.wait(timeout=PROCESS_TIMEOUT)
+            log.close()
+    finally:
+        for _, process, _ in runs:
+            if process.poll() is None:
+                process.kill()
+    for i, (name, process, _) in enumerate(runs):
+        text = (root / f"{name}-p{i}.log").read_text(encoding="utf-8")
+        assert process.returncode == 0, text[-3000:]
+    return [dict(np.load(root / f"{name}-p{i}.npz")) for i, (name, _, _) in enumerate(runs)]
+
+
+def _weights(result: dict) -> list:
+    return [result[k] for k in sorted(result) if k.startswith("w")]
+
+
+def _files(directory: Path) -> dict:
+    return {str(p.relative_to(directory)): p.stat().st_mtime_ns
+            for p in sorted(directory.rglob("*"))}
+
+
+def _assert_same(found, expected, what: str) -> None:
+    expected = np.asarray(expected)
+    assert found.shape == expected.shape, what
+    assert np.max(np.abs(found - expected) / np.abs(expected)) <= LOSS_RTOL, (what, found,
+                                                                               expected)
+
+
+@pytest.mark.slow
+@pytest.mark.needs_jax
+@pytest.mark.timeout(3 * PROCESS_TIMEOUT + 300)
+def test_two_processes_fit_and_resume_as_one_device_and_only_process_0_writes(root):
+    # The one-device run beside the killed one: the busy host shares more CPU with three
+    # processes than with two.
+    alone = _start(root, "one", 1, "--distribution", "none")
+    killed = _start(root, "killed", PROCESSES, "--kill-at", str(KILL_AT))
+    (one,) = _results(root, alone)
+    assert int(one["devices"]) == LOCAL_DEVICES and len(one["losses"]) == 8
+    assert not np.allclose(one["losses"], one["losses"][0])  # the fit moved
+
+    for i, found in enumerate(_results(root, killed)):
+        assert (int(found["process"]), int(found["processes"])) == (i, PROCESSES)
+        assert int(found["devices"]) == PROCESSES * LOCAL_DEVICES and bool(found["killed"])
+        _assert_same(found["losses"], one["losses"][:KILL_AT], f"process {i}, killed")
+    assert sorted(os.listdir(root / "killed-p0" / "checkpoints")) == [
+        "ckpt-000000002.npz", "ckpt-000000004.npz"]
+    assert not (root / "killed-p1").exists()  # process 1 wrote nothing
+
+    # A shared file system's view: process 1 reads what process 0 wrote.
+    shutil.copytree(root / "killed-p0", root / "killed-p1")
+    before = _files(root / "killed-p1")
+    for i, found in enumerate(_results(root, _start(root, "killed", PROCESSES))):
+        # Resumed at step 4, the second epoch from its start: its running losses.
+        _assert_same(found["losses"], one["losses"][4:], f"process {i}, resumed")
+        for a, b in zip(_weights(one), _weights(found), strict=True):
+            assert np.max(np.abs(a - b)) <= WEIGHTS_ATOL
+    assert _files(root / "killed-p1") == before  # read, not written
+    written = set(os.listdir(root / "killed-p0"))
+    assert {"model", "metrics.json", "history.json", "curves.png"} <= written
+    assert "complete.json" in os.listdir(root / "killed-p0" / "checkpoints")
+    # The final evaluation of all 13 rows (outside the distribution), as one device's.
+    metrics = [json.loads((root / f"{run}-p0" / "metrics.json").read_text())
+               for run in ("one", "killed")]
+    assert metrics[1]["eval_examples"] == 13
+    assert metrics[1]["eval"] == pytest.approx(metrics[0]["eval"], abs=1e-6)
