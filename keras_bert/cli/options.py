@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-# The names of keras_bert.text.rules.RULES (not imported here: `--help` stays import-free;
-# tests/cli/test_cli_text.py checks that they agree).
-RULES_NAMES = ("google", "huggingface")
+from keras_bert.jobs.options import RULES_NAMES
 
 
 def add_rules_argument(p, default_source: str = "the model's own") -> None:

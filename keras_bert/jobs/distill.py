@@ -14,7 +14,7 @@ import math
 import os
 import time
 
-from keras_bert.jobs.options import option
+from keras_bert.jobs.options import RULES_NAMES, option
 
 
 def forward_throughput(model, inputs: dict, repeats: int = 5) -> float:
@@ -47,7 +47,7 @@ class DistillJob:
     student_preset: str = option("tiny", "the student's size", choices=(
         "tiny", "mini", "small", "medium"))
     rules: str | None = option(None, "tokenizer rules (google or huggingface; default: the "
-                                     "teacher's)", choices=("google", "huggingface"))
+                                     "teacher's)", choices=RULES_NAMES)
     temperature: float = option(2.0, "softening temperature T of both distributions")
     alpha: float = option(0.5, "weight of the hard-label loss")
     text_column: str | None = option(None, "default: the teacher's")

@@ -32,6 +32,7 @@ from keras_bert.config import (
 from keras_bert.jobs.options import (
     DISTRIBUTION_HELP,
     HOST_FIELDS,
+    RULES_NAMES,
     HostOptions,
     option,
     with_fetched_checkpoint,
@@ -70,7 +71,7 @@ class FinetuneJob(HostOptions):
     label_column: str = option("label", "the label column")
     seq_length: int = option(DEFAULT_SEQ_LENGTH, "training sequence length")
     rules: str | None = option(None, "tokenizer rules (google or huggingface; default: the "
-                                     "model's own)", choices=("google", "huggingface"))
+                                     "model's own)", choices=RULES_NAMES)
     epochs: int = option(3, "epochs")
     batch_size: int = option(32, "batch size")
     learning_rate: float = option(5e-5, "peak learning rate of AdamW")

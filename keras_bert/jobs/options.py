@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
+# The names of keras_bert.text.rules.RULES, for `--rules` (not imported from there: the
+# command line starts without TensorFlow; tests/cli/test_cli_text.py checks they agree).
+RULES_NAMES = ("google", "huggingface")
+
 # `--distribution` of `finetune` and `pretrain` (`keras_bert.training.distribution`; here so
 # that the command line starts without importing Keras).
 DISTRIBUTION_HELP = ("JAX: how training spreads over the visible devices (keras.distribution): "

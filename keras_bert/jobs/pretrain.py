@@ -26,6 +26,7 @@ from keras_bert.config import DEFAULT_SEQ_LENGTH, OPTIMIZERS
 from keras_bert.jobs.options import (
     DISTRIBUTION_HELP,
     HOST_FIELDS,
+    RULES_NAMES,
     HostOptions,
     option,
     with_fetched_checkpoint,
@@ -60,7 +61,7 @@ class PretrainJob(HostOptions):
                                      "vocab)")
     lower_case: bool = option(True, "with --vocab: keep case and accents", flag="--cased")
     rules: str | None = option(None, "tokenizer rules (google or huggingface; default: "
-                                     "--init's, else google)", choices=("google", "huggingface"))
+                                     "--init's, else google)", choices=RULES_NAMES)
     init: str | None = option(None, "continue pretraining from a Google BERT release, a "
                                     "Hugging Face BertForPreTraining / BertForMaskedLM "
                                     "directory or a keras_bert model directory converted from "

@@ -96,7 +96,7 @@ def test_finetune_options_are_the_jobs_fields():
 
 
 def test_rules_choices_are_the_libraries():
-    from keras_bert.cli.options import RULES_NAMES
+    from keras_bert.jobs.options import RULES_NAMES
     from keras_bert.text.rules import RULES
 
     assert RULES_NAMES == tuple(RULES)
