@@ -115,7 +115,7 @@ def rows(args, root: str) -> dict:
     model_name = "tiny" if args.quick else "minilm-l6"
     hf_dir = write_hf_head(model_name, root, args.task)
     model = TextTaskModel.load(convert(hf_dir, os.path.join(root, "ours"), lower_case=True).path)
-    graph = model._in_precision("float32")._serving_functions(None, SPAN_LENGTH).litert_graph()
+    graph = model.in_precision("float32").serving_functions(None, SPAN_LENGTH).litert_graph()
     texts = texts_of_length(os.path.join(hf_dir, "vocab.txt"), args.length, 200)
     names = graph.text_inputs
     requests = [dict(zip(names, [np.array([t.encode()], object) for t in (

@@ -153,7 +153,7 @@ def build_spans(root: str, model: str, task: str, threads: int, max_length: int)
     onnx_int8 = common.onnx_int8(onnx)
     tokenizer = hf_tokenizer(os.path.join(hf_dir, "vocab.txt"))
     tokenizer.no_padding()
-    module = ours._serving_functions(None, max_length)
+    module = ours.serving_functions(None, max_length)
     # The int8 file through LiteRT's own `SignatureRunner`, which allocates on every call
     # (`LiteRTModel` allocates only when a shape changes: `litert_runtime.SignatureCall`), in
     # an interpreter of its own.

@@ -59,10 +59,9 @@ def run(args) -> int:
 
     model = TextTaskModel.load(args.model_dir, rules=args.rules,
                                precision=EXPORT_PRECISIONS.get(args.precision))
-    if args.seq_length:  # the truncation length of this run's answers
-        model._serving = model._serving_functions(max_length=args.seq_length)
-    for result in model._answers(args.input, args.batch_size, args.text_column,
-                                 args.text_b_column):
+    # `--seq-length`: the truncation length of this run's answers (else the training one).
+    for result in model.answer_file(args.input, args.batch_size, args.text_column,
+                                    args.text_b_column, max_length=args.seq_length or None):
         sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()
     return 0

@@ -80,9 +80,9 @@ def write_version(model, base_dir: str, version: int | None = None,
         if precision not in EXPORT_PRECISIONS:
             raise ValueError(f"precision must be one of {tuple(EXPORT_PRECISIONS)}, got "
                              f"{precision!r}")
-        model = model._in_precision(EXPORT_PRECISIONS[precision])
-    module = model._serving_functions(seq_length, max_length, pooling=pooling,
-                                      null_score_threshold=null_score_threshold)
+        model = model.in_precision(EXPORT_PRECISIONS[precision])
+    module = model.serving_functions(seq_length, max_length, pooling=pooling,
+                                     null_score_threshold=null_score_threshold)
     if xla:
         module.use_xla()
     with atomic_version_dir(base_dir, version) as (tmp, number):

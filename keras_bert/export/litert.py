@@ -65,9 +65,9 @@ def write_litert(model, base_dir: str, version: int | None = None,
     in; see the module docstring) or `none` (token ids in); None refuses, naming both.
     """
     check_options(quantize, tokenizer)
-    model = model._in_precision("float32")  # LiteRT's kernels compute float32 (or int8)
+    model = model.in_precision("float32")  # LiteRT's kernels compute float32 (or int8)
     options = {} if pooling is None else {"pooling": pooling}
-    module = model._serving_functions(None, max_length, **options)
+    module = model.serving_functions(None, max_length, **options)
     check_module(module, tokenizer)
     try:
         graph = module.litert_graph()

@@ -1,10 +1,10 @@
 """`keras-bert finetune`: a complete fine-tuning run over the model a Python user holds.
 
 `run_finetuning(FinetuneJob(...))` is what the command calls: the kind's class
-(`keras_bert.tasks.registry`) reads the files (`_read_rows`), builds the model with the
-job's settings (`_for_job`: `from_pretrained` with a new head), trains it with the loop of
-its `fit` (`_fit_rows`), evaluates it as its `evaluate` does, keeps what the kind tunes on
-the evaluation (`_tune_on`) and `save`s it. Kinds: `classify`, `multilabel`, `regress`
+(`keras_bert.tasks.registry`) reads the files (`read_rows`), builds the model with the
+job's settings (`from_settings`: `from_pretrained` with a new head), trains it with the loop
+of its `fit` (`fit_rows`), evaluates it as its `evaluate` does (`score_rows`), keeps what
+the kind tunes on the evaluation (`tune_on`) and `save`s it. Kinds: `classify`, `multilabel`, `regress`
 (CSV/TSV/JSONL), `tag` (CoNLL), `squad` (SQuAD JSON).
 
 The defaults are the BERT paper's fine-tuning recipe: AdamW (`FitSchedule`) with 10% linear
@@ -161,29 +161,36 @@ class FinetuneJob(HostOptions):
                                self.window_aggregate)
 
 
+def task_settings(job: FinetuneJob):
+    """The typed settings `job`'s kind builds its new head with and reads its files in
+    (`keras_bert.tasks.settings.TaskSettings`): the tasks layer reads those, not the job."""
+    from keras_bert.tasks.settings import Columns, TaskSettings
+
+    return TaskSettings(
+        source=job.model, seq_length=job.seq_length, rules=job.rules,
+        precision=job.precision, seed=job.seed, dropout=job.dropout,
+        columns=Columns(text=job.text_column, text_b=job.text_b_column,
+                        label=job.label_column),
+        pooling=job.pooling, reading=job.reading, doc_stride=job.doc_stride,
+        max_query_length=job.max_query_length)
+
+
 def finetuning_model(job: FinetuneJob):
     """`(model, train rows, eval rows or None)`: the untrained model `job` fits (its kind's
-    class, `_for_job`) and the rows of its files."""
+    class, `from_settings`) and the rows of its files."""
     from keras_bert.training.distribution import built_in
     from keras_bert.training.fit_schedule import FitSchedule
 
-    model_class = task_class(job.task)
-    train = model_class._read_rows(job.train, job)
+    model_class, settings = task_class(job.task), task_settings(job)
+    train = model_class.read_rows(job.train, settings.columns)
     # JAX: laid out as its variables are made, as `from_pretrained(distribution=)` does.
-    model = built_in(job.distribution, lambda: model_class._for_job(job, train))
-    evaluation = model_class._read_rows(job.eval, job, model.labels) if job.eval else None
+    model = built_in(job.distribution,
+                     lambda: model_class.from_settings(settings, train, job.train))
+    evaluation = (model_class.read_rows(job.eval, settings.columns, model.labels)
+                  if job.eval else None)
     model.compile(schedule=FitSchedule(job.learning_rate, job.warmup_fraction,
                                        job.weight_decay))
     return model, train, evaluation
-
-
-def _score(model, rows: list, batch_size: int, train: list) -> dict:
-    """The task metrics of `rows`, their batches whole (on JAX outside the distribution:
-    a partial last batch does not split across devices)."""
-    from keras_bert.training.distribution import undistributed
-
-    with undistributed():
-        return model._score(rows, batch_size, train=train)
 
 
 def eval_line(task: str, evaluation: dict) -> str:
@@ -230,7 +237,7 @@ def run_finetuning(job: FinetuneJob) -> dict:
         print(job.precision_note, file=sys.stderr, flush=True)
     history_path = os.path.join(job.out, "history.json")
     history = HistoryFile(history_path)
-    _, windows = model._fit_rows(
+    _, windows = model.fit_rows(
         train, batch_size=job.batch_size, epochs=job.epochs, seed=job.seed,
         validation_rows=evaluation if job.validate_each_epoch else None,
         checkpoint=checkpoint, batching=job.batching, callbacks=[history, *job.callbacks],
@@ -241,10 +248,10 @@ def run_finetuning(job: FinetuneJob) -> dict:
               "epochs": job.epochs, "steps": int(model.optimizer.iterations.numpy()),
               "train": {k: v[-1] for k, v in logs.items() if not k.startswith("val_")}}
     if evaluation is not None:
-        result["eval"] = _score(model, evaluation, job.batch_size, train)
+        result["eval"] = model.score_rows(evaluation, job.batch_size, train)
         if job.verbose:
             print(eval_line(job.task, result["eval"]), flush=True)
-        model._tune_on(result["eval"])
+        model.tune_on(result["eval"])
     result["seconds"] = round(time.perf_counter() - start, 1)
     if is_chief():  # one process writes (many hosts: process 0)
         _write_outputs(job, model, result, logs)
@@ -268,4 +275,5 @@ def _write_outputs(job: FinetuneJob, model, result: dict, logs: dict) -> None:
     write_json(os.path.join(job.out, "metrics.json"), result)
 
 
-__all__ = ["FinetuneJob", "eval_line", "finetuning_model", "run_finetuning"]
+__all__ = ["FinetuneJob", "eval_line", "finetuning_model", "run_finetuning",
+           "task_settings"]

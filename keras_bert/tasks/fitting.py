@@ -30,7 +30,7 @@ def check_fit_arguments(x, kwargs: dict, checkpoint_dir: str | None, seed: int |
 def fit_rows(model, rows: list, *, batch_size: int, epochs: int, seed: int,
              validation_rows: list | None = None, checkpoint=None,
              batching: Batching | None = None, **fit_kwargs) -> tuple[dict, int]:
-    """`TextTaskModel._fit_rows` (see there): the kind's stream of `rows`, the optimizer
+    """`TextTaskModel.fit_rows` (see there): the kind's stream of `rows`, the optimizer
     sized from its steps unless one was compiled, the restored step, Keras' `fit`."""
     from keras_bert.training import backends
     from keras_bert.training.resume import fit_from_step

@@ -17,8 +17,8 @@ String processing is pinned to the host CPU so a GPU model server runs only the 
 the GPU. Outputs depend on the kind (each kind's `serving.py`); the token classifier's and
 question answerer's exports subclass this module because their text signature needs more
 than the packed ids (word and context offsets). Each kind's model builds its module
-(`TextTaskModel._build_serving`); `predict` and `keras-bert predict` run the same
-functions in process.
+(`TextTaskModel.serving_functions`, through the kind's `_build_serving`); `predict` and
+`keras-bert predict` run the same functions in process.
 
 The module itself is never saved: `endpoints()` gives the functions and input signatures
 that `keras_bert.export.exporter` hands to `keras.export.ExportArchive`, which stores each

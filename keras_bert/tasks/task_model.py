@@ -16,8 +16,9 @@ network (ids to logits or vectors), its `BertPreprocessor`, labels and typed con
 - `save(dir)` / `load(dir)`: the model directory (`task_dir.py`); `.keras` files too.
 - `export(dir)`: the next TF Serving version, written from the model in memory.
 
-Methods named `_...` are what the kinds implement and the job layer (`keras_bert.jobs`)
-calls; a Python user needs none of them.
+The job layer, the exporters and the command line call the public methods that
+`TextTaskModel`'s docstring lists beside these; methods named `_...` are the kinds' hooks
+(`task_hooks.TaskHooks`), called within `keras_bert.tasks` alone.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from keras_bert.tasks.fitting import (
 )
 from keras_bert.tasks.registry import task_class
 from keras_bert.tasks.serving import PREDICT_BATCH, run_in_batches
+from keras_bert.tasks.task_hooks import TaskHooks
 from keras_bert.training import backends
 from keras_bert.training.distribution import distributed_builder, undistributed
 from keras_bert.training.fit_schedule import FitSchedule
@@ -49,12 +51,19 @@ from keras_bert.training.optimizer import build_optimizer
 DEFAULT_BATCH_SIZE = 32
 
 
-class TextTaskModel(keras.Model):
+class TextTaskModel(TaskHooks, keras.Model):
     """A task network and its preprocessor, taking raw strings (see the module docstring).
 
     Subclasses set `kind` (the registry's name), `config_class` (the kind's typed config:
     `block(kind, seq_length, num_classes)` writes the task block of a model directory,
-    `from_block` reads it) and `labelled`, and implement the `_` hooks below.
+    `from_block` reads it) and `labelled`, and implement the hooks `TaskHooks` lists.
+
+    Beside a Python user's methods, what other packages call (none calls a `_` name):
+    `keras-bert finetune` (`keras_bert.jobs`) builds with `from_settings`, reads with
+    `read_rows`, trains with `fit_rows`, scores with `score_rows` and keeps what the kind
+    tunes with `tune_on`; the exporters take `serving_functions` of the model
+    `in_precision` returns; `keras-bert predict` answers with `answer_file`, `encode` with
+    `serving_functions`.
     """
 
     kind: ClassVar[str] = ""
@@ -108,11 +117,6 @@ class TextTaskModel(keras.Model):
         if network.head_layers:
             load_head_weights(network.head_layers, saved.head_weights)
         return cls(network, saved.model_dir.preprocessor(), saved.labels, config)
-
-    @classmethod
-    def _build_network(cls, encoder, config, labels):
-        """The kind's network (an untrained head) around `encoder`."""
-        raise NotImplementedError
 
     @classmethod
     def _pretrained(cls, source: str, rules: str | None, precision: str | None,
@@ -198,10 +202,6 @@ class TextTaskModel(keras.Model):
         with backends.distribution_scope(self):  # the metrics' variables laid out with it
             super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
-    def _default_loss(self) -> tuple:
-        """`(loss, metrics)` this kind trains with (loss None: the model computes its own)."""
-        raise NotImplementedError
-
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The network's own loss when it brings one (span QA) and none was compiled;
         else Keras' compiled loss."""
@@ -250,14 +250,14 @@ class TextTaskModel(keras.Model):
             checkpoint = fit_checkpoint(self, rows, checkpoint_dir, epochs, batch_size, seed,
                                         checkpoint_steps, checkpoint_minutes, batching)
         history = keras.callbacks.History()
-        history.history, _ = self._fit_rows(
+        history.history, _ = self.fit_rows(
             rows, batch_size=batch_size, epochs=epochs, seed=int(seed), checkpoint=checkpoint,
             validation_rows=validation_rows, batching=batching, **kwargs)
         return history
 
-    def _fit_rows(self, rows: list, *, batch_size: int, epochs: int, seed: int,
-                  validation_rows: list | None = None, checkpoint=None,
-                  batching: Batching | None = None, **fit_kwargs) -> tuple[dict, int]:
+    def fit_rows(self, rows: list, *, batch_size: int, epochs: int, seed: int,
+                 validation_rows: list | None = None, checkpoint=None,
+                 batching: Batching | None = None, **fit_kwargs) -> tuple[dict, int]:
         """The training loop of `fit` and of `keras-bert finetune`: `epochs` passes over
         `rows` in batches shuffled by `(seed, epoch)` and shaped by `batching`, under the
         compiled optimizer or `FitSchedule`'s AdamW sized from these steps, resumed from
@@ -285,40 +285,57 @@ class TextTaskModel(keras.Model):
         strings as `str`."""
         if kwargs.pop("verbose", None) not in (None, 0, "auto") or kwargs:
             raise TypeError(f"unexpected arguments {sorted(kwargs)}")
-        if self._serving is None:
-            self._serving = self._serving_functions()
         with undistributed():  # whole batches, a partial last one too (JAX)
-            outputs = run_in_batches(self._serving.text_function(), self._requests(x),
+            outputs = run_in_batches(self._served().text_function(), self._requests(x),
                                      int(batch_size or PREDICT_BATCH))
         return {name: strings(value) for name, value in outputs.items()}
 
-    # ----- what the kinds implement -------------------------------------------------------
+    # ----- what the job layer, the exporters and the command line call --------------------
 
-    def _rows(self, x, y) -> list:
-        """The rows of inputs `x` carrying targets `y` (validated), as the kind's file
-        reader gives them (`TextExample`, `TaggedSentence`, `SquadExample`, ...)."""
-        raise NotImplementedError
+    @classmethod
+    def from_settings(cls, settings, train: list, train_file: str):
+        """The untrained model `keras-bert finetune` fits: `from_pretrained` with a new head
+        built with `settings` (a `keras_bert.tasks.settings.TaskSettings`), sized for the
+        training rows `train` (its labels) read from `train_file` (named in errors)."""
+        return cls._from_settings(settings, train, train_file)
 
-    def _stream(self, rows: list, batch_size: int, seed: int | None = None,
-                drop_remainder: bool = False,
-                batching: Batching | None = None) -> tuple[tf.data.Dataset, int]:
-        """`(dataset, examples)`: `(features, targets)` batches of `rows` (with `seed`:
-        endless epochs, each shuffled by `(seed, epoch)`; else one pass in order), each
-        shaped by `batching` (`keras_bert.tasks.batches.examples_dataset`), and the number
-        of training examples they hold (windows, for windowed kinds)."""
-        raise NotImplementedError
+    @classmethod
+    def read_rows(cls, path: str, columns, labels=None) -> list:
+        """The rows of the training or evaluation file `path`, in `columns` (a
+        `keras_bert.tasks.settings.Columns`) where its format has columns; with `labels`
+        (the model's), a row with another label is an error naming the file."""
+        return cls._read_rows(path, columns, labels)
 
-    def _score(self, rows: list, batch_size: int, train: list | None = None) -> dict:
-        """The task metrics on `rows` (`train`: the training rows, for the baselines of
-        kinds that report them)."""
-        raise NotImplementedError
+    def score_rows(self, rows: list, batch_size: int, train: list | None = None) -> dict:
+        """The task metrics on `rows` (as `evaluate`'s; `train`: the training rows, for
+        the baselines of kinds that report them), the batches whole (on JAX outside the
+        distribution: a partial last batch does not split across devices)."""
+        with undistributed():
+            return self._score(rows, int(batch_size), train=train)
 
-    def _requests(self, x) -> dict[str, list[str]]:
-        """The `serving_default` inputs for `x`."""
-        raise NotImplementedError
+    def tune_on(self, evaluation: dict | None) -> None:
+        """Keeps what the kind chooses on `score_rows`' evaluation (the multi-label
+        thresholds); nothing for the other kinds."""
+        self._tune_on(evaluation)
 
-    def _serving_functions(self, seq_length: int | None = None, max_length: int | None = None,
-                           **options):
+    def answer_file(self, source: str, batch_size: int = PREDICT_BATCH,
+                    text_column: str | None = None, text_b_column: str | None = None,
+                    max_length: int | None = None) -> list:
+        """`keras-bert predict`: one JSON-ready answer per row of the file `source` (`-`:
+        stdin), computed in this process by the export's `serving_default` function, texts
+        truncated at `max_length` (None: where `predict` truncates them, the training
+        length); `text_column`, `text_b_column`: the file's (default: the model's own)."""
+        if max_length is None:
+            return self._answers(source, int(batch_size), text_column, text_b_column)
+        # Functions at `max_length` for these answers only: `predict` keeps its own.
+        kept, self._serving = self._serving, self.serving_functions(max_length=max_length)
+        try:
+            return self._answers(source, int(batch_size), text_column, text_b_column)
+        finally:
+            self._serving = kept
+
+    def serving_functions(self, seq_length: int | None = None,
+                          max_length: int | None = None, **options):
         """The functions of this model's export (a `keras_bert.tasks.serving.ServingModule`)
         around its own preprocessor, padded to `seq_length` or to each batch's longest
         text, truncated at `seq_length`, else `max_length`, else the training length.
@@ -328,34 +345,12 @@ class TextTaskModel(keras.Model):
             seq_length, seq_length or max_length or self.preprocessor.max_length)
         return self._build_serving(preprocessor, **options)
 
-    def _build_serving(self, preprocessor, **options):
-        """The kind's `ServingModule` around `preprocessor`."""
-        raise NotImplementedError
-
-    # ----- what the job layer and the command line call (keras_bert.jobs, keras_bert.cli) --
-
-    @classmethod
-    def _for_job(cls, job, train: list):
-        """The untrained model `keras-bert finetune` fits for `job` (a
-        `keras_bert.jobs.finetune.FinetuneJob`): a new head on the encoder of `job.model`,
-        sized for the training rows `train`."""
-        raise NotImplementedError(f"{cls.__name__} is not fine-tuned by `keras-bert finetune`")
-
-    @classmethod
-    def _read_rows(cls, path: str, job, labels=None) -> list:
-        """The rows of the training or evaluation file `path` in `job`'s columns; with
-        `labels`, a row with another label is an error naming the file."""
-        raise NotImplementedError(f"{cls.__name__} is not fine-tuned by `keras-bert finetune`")
-
-    def _tune_on(self, evaluation: dict | None) -> None:
-        """Keeps what the kind chooses on an evaluation (the multi-label thresholds)."""
-
-    def _answers(self, source: str, batch_size: int = PREDICT_BATCH,
-                 text_column: str | None = None, text_b_column: str | None = None) -> list:
-        """`keras-bert predict`: one JSON-ready answer per row of the file `source` (or `-`,
-        stdin), computed by the export's `serving_default` function in this process."""
-        raise ValueError(f"`keras-bert predict` answers for fine-tuned models; a "
-                         f"{type(self).__name__} is read by `keras-bert encode`")
+    def _served(self):
+        """The serving functions `predict` and the kinds' answers run, built once (a kind
+        drops them, setting `_serving` to None, when what they answer with changes)."""
+        if self._serving is None:
+            self._serving = self.serving_functions()
+        return self._serving
 
     # ----- files --------------------------------------------------------------------------
 
@@ -386,7 +381,7 @@ class TextTaskModel(keras.Model):
 
         return write_export(self, base_dir, format, **options).path
 
-    def _in_precision(self, policy: str):
+    def in_precision(self, policy: str):
         """This model computing in the Keras dtype policy `policy` (itself, or a copy with
         the same weights)."""
         from keras_bert.models.encoder import BertEncoder

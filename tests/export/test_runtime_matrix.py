@@ -260,7 +260,7 @@ def test_each_variable_is_stored_once(exports, name):
     model_dir = os.path.join(os.path.dirname(os.path.dirname(path)),
                              "model" if TASKS[name][0] is None else "task")
     weights = sum(int(np.prod(w.shape)) * 4  # all float32
-                  for w in TextTaskModel.load(model_dir)._serving_functions().model.weights)
+                  for w in TextTaskModel.load(model_dir).serving_functions().model.weights)
     reader = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
     shapes = reader.get_variable_to_shape_map()
     dtypes = reader.get_variable_to_dtype_map()

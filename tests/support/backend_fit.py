@@ -158,7 +158,7 @@ def _ids_answers(model) -> dict:
     types = np.zeros_like(ids)
     types[0, 6:12] = 1
     types[1, 3:6] = 1
-    outputs = model._serving_functions().ids_function()(
+    outputs = model.serving_functions().ids_function()(
         input_word_ids=ids, input_mask=(ids > 0).astype(np.int32), input_type_ids=types)
     return {name: np.asarray(value).tolist() for name, value in outputs.items()
             if np.asarray(value).dtype.kind == "f"}

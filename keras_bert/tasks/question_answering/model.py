@@ -41,7 +41,8 @@ class QuestionAnswerer(TextTaskModel):
 
     `predict` gives `answer` (text), `start` / `end` (UTF-8 byte offsets in the context,
     -1 for no answer), `score` (finite) and `has_answer`; `evaluate` gives `exact_match` and
-    `f1` (percent).
+    `f1` (percent). Hooks (`TaskHooks`): every "must"; `_from_settings`, `_read_rows` and
+    `_answers`.
     """
 
     kind = "squad"
@@ -147,18 +148,17 @@ class QuestionAnswerer(TextTaskModel):
     # ----- the job layer ------------------------------------------------------------------
 
     @classmethod
-    def _for_job(cls, job, train: list):
+    def _from_settings(cls, settings, train: list, train_file: str):
         """`keras-bert finetune --task squad`'s model: SQuAD v2.0 decoding when `train` has
-        unanswerable questions; the job's query length, stride and dropout."""
-        model = cls.from_pretrained(
-            job.model, max_query_length=job.max_query_length, doc_stride=job.doc_stride,
-            version_2=any(ex.is_impossible for ex in train), dropout=job.dropout,
-            seq_length=job.seq_length, rules=job.rules, precision=job.precision, seed=job.seed,
-            new_head=True)
-        return model
+        unanswerable questions; the settings' query length, stride and dropout."""
+        return cls.from_pretrained(
+            settings.source, max_query_length=settings.max_query_length,
+            doc_stride=settings.doc_stride, version_2=any(ex.is_impossible for ex in train),
+            dropout=settings.dropout, seq_length=settings.seq_length, rules=settings.rules,
+            precision=settings.precision, seed=settings.seed, new_head=True)
 
     @classmethod
-    def _read_rows(cls, path, job, labels=None) -> list:
+    def _read_rows(cls, path, columns, labels=None) -> list:
         """`SquadExample`s of the SQuAD JSON file `path`."""
         return read_squad(path)
 
@@ -171,9 +171,7 @@ class QuestionAnswerer(TextTaskModel):
     def _answer_rows(self, examples, batch_size: int) -> list[dict]:
         """`{"id", "answer", "start", "end", "score", "has_answer"}` per question
         (CHARACTER offsets in the context; `None` and `""` for no answer)."""
-        if self._serving is None:
-            self._serving = self._serving_functions()
-        out = run_in_batches(self._serving.text_function(),
+        out = run_in_batches(self._served().text_function(),
                              {"question": [ex.question for ex in examples],
                               "context": [ex.context for ex in examples]}, batch_size)
         results = []

@@ -16,6 +16,7 @@ the sequence length is truncated, or read in windows whose logits are aggregated
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 
 import keras
@@ -51,7 +52,13 @@ FEATURE_CHUNK = 256  # texts featurised at once
 
 class SentenceModel(TextTaskModel):
     """What the classifiers and the regressor share: a `TextClassificationConfig` (or a
-    subclass), rows of text (pairs) with one target each (a label set, multi-label)."""
+    subclass), rows of text (pairs) with one target each (a label set, multi-label).
+
+    It implements every hook of `TaskHooks` but `_default_loss` and `_rows`, and the "may"
+    ones; its kinds implement those two and its own hooks: `_num_outputs`, `_label_vocab`,
+    `_targets`, `_task_metrics`, `_outputs`, `_answer` (must), `_labels_of_rows` and
+    `_window_aggregate` (may).
+    """
 
     config_class = TextClassificationConfig
     _reader_task = readers.CLASSIFICATION  # how `read_examples` parses the label column
@@ -98,33 +105,33 @@ class SentenceModel(TextTaskModel):
                               pooling=config.pooling)
 
     @classmethod
+    @abc.abstractmethod
     def _num_outputs(cls, labels) -> int:
         """The network's output width."""
-        raise NotImplementedError
 
     @classmethod
+    @abc.abstractmethod
     def _label_vocab(cls, labels):
         """The label vocabulary from the `labels` argument (None for the regressor)."""
-        raise NotImplementedError
 
     # ----- data and metrics ---------------------------------------------------------------
 
+    @abc.abstractmethod
     def _targets(self, rows) -> np.ndarray:
         """The training targets of `rows`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _task_metrics(self, gold: np.ndarray, logits: np.ndarray, train) -> dict:
         """The kind's metrics of predicted `logits` against `gold` (`train`: the training
         rows, for baselines)."""
-        raise NotImplementedError
 
     def _window_aggregate(self) -> str:
         """How this kind aggregates its windows' logits (the reading's choice)."""
         return self.config.reading.aggregate
 
+    @abc.abstractmethod
     def _outputs(self):
         """The postprocessing of the export's outputs (`serving.py`)."""
-        raise NotImplementedError
 
     def _stream(self, rows, batch_size, seed=None, drop_remainder=False, batching=None):
         """`(features, targets)` batches of `rows` and the examples they hold: one per row,
@@ -186,17 +193,20 @@ class SentenceModel(TextTaskModel):
     # ----- the job layer ------------------------------------------------------------------
 
     @classmethod
-    def _for_job(cls, job, train: list):
+    def _from_settings(cls, settings, train: list, train_file: str):
         """`keras-bert finetune`'s sentence model: the labels of `train` (the labelled
-        kinds), the job's pair columns, pooling, dropout and long-text reading."""
-        labels = cls._labels_of_rows(train, job.train)
+        kinds), the settings' columns (a pair model with a second text column), pooling,
+        dropout and long-text reading."""
+        labels = cls._labels_of_rows(train, train_file)
+        columns = settings.columns
         model = cls.from_pretrained(
-            job.model, None if labels is None else labels.names,
-            pair=job.text_b_column is not None, pooling=job.pooling, dropout=job.dropout,
-            seq_length=job.seq_length, reading=job.reading, rules=job.rules,
-            precision=job.precision, seed=job.seed, new_head=True)
-        model.config = dataclasses.replace(model.config, text_column=job.text_column,
-                                           text_b_column=job.text_b_column)
+            settings.source, None if labels is None else labels.names,
+            pair=columns.text_b is not None, pooling=settings.pooling,
+            dropout=settings.dropout, seq_length=settings.seq_length,
+            reading=settings.reading, rules=settings.rules, precision=settings.precision,
+            seed=settings.seed, new_head=True)
+        model.config = dataclasses.replace(model.config, text_column=columns.text,
+                                           text_b_column=columns.text_b)
         return model
 
     @classmethod
@@ -205,12 +215,11 @@ class SentenceModel(TextTaskModel):
         return None
 
     @classmethod
-    def _read_rows(cls, path, job, labels=None) -> list:
-        """`TextExample`s of the file `path` in `job`'s text, text-b and label columns."""
-        return readers.read_examples(path, text_column=job.text_column,
-                                     text_b_column=job.text_b_column,
-                                     label_column=job.label_column, task=cls._reader_task,
-                                     labels=labels)
+    def _read_rows(cls, path, columns, labels=None) -> list:
+        """`TextExample`s of the file `path` in the text, text-b and label `columns`."""
+        return readers.read_examples(path, text_column=columns.text,
+                                     text_b_column=columns.text_b, label_column=columns.label,
+                                     task=cls._reader_task, labels=labels)
 
     def _answers(self, source, batch_size=PREDICT_BATCH, text_column=None,
                  text_b_column=None) -> list[dict]:
@@ -223,14 +232,12 @@ class SentenceModel(TextTaskModel):
             rows = readers.read_examples(source, text_column=text_column
                                          or self.config.text_column, text_b_column=text_b,
                                          label_column=None)
-        if self._serving is None:
-            self._serving = self._serving_functions()
-        out = run_in_batches(self._serving.text_function(), _requests_of(rows), batch_size)
+        out = run_in_batches(self._served().text_function(), _requests_of(rows), batch_size)
         return [{**self._answer(out, i), **what_was_read(out, i)} for i in range(len(rows))]
 
+    @abc.abstractmethod
     def _answer(self, outputs: dict, row: int) -> dict:
         """The JSON answer of row `row` of the export's outputs."""
-        raise NotImplementedError
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -238,7 +245,8 @@ class TextClassifier(SentenceModel):
     """Sentence (pair) classification from raw strings; targets are label names or ids.
 
     `predict` gives `label` (names), `label_id`, `probabilities` and `logits`;
-    `evaluate` gives `accuracy` and `majority_baseline`.
+    `evaluate` gives `accuracy` and `majority_baseline`. Hooks: `SentenceModel`'s "must"
+    ones, and `_labels_of_rows` (its training file's label set).
     """
 
     kind = "classify"
@@ -303,7 +311,8 @@ class TextClassifier(SentenceModel):
 class TextRegressor(SentenceModel):
     """Sentence (pair) regression from raw strings (one score per text).
 
-    `predict` gives `score`; `evaluate` gives `pearson`, `spearman` and `mse`.
+    `predict` gives `score`; `evaluate` gives `pearson`, `spearman` and `mse`. Hooks:
+    `SentenceModel`'s "must" ones, and `_window_aggregate` (always the mean).
     """
 
     kind = "regress"

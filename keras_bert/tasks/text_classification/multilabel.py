@@ -57,7 +57,9 @@ class MultiLabelClassifier(SentenceModel):
     `predict` gives `labels` (`[texts, labels]`: the chosen labels' names, highest score
     first, padded with ""), `scores` (per-label probabilities) and `logits`; `evaluate`
     gives what `metrics.json` reports (F1 at thresholds chosen on the evaluated set,
-    `unlearned_labels`, the same at 0.5, text-blind `baselines`).
+    `unlearned_labels`, the same at 0.5, text-blind `baselines`). Hooks: `SentenceModel`'s
+    "must" ones, `_labels_of_rows`, `_score` (its baselines) and `_tune_on` (the
+    thresholds); it extends `fit` and `fit_rows`.
     """
 
     kind = "multilabel"
@@ -165,13 +167,13 @@ class MultiLabelClassifier(SentenceModel):
             self.tune_thresholds(texts, targets, batch_size or DEFAULT_BATCH_SIZE)
         return history
 
-    def _fit_rows(self, rows, **kwargs) -> tuple[dict, int]:
-        """`TextTaskModel._fit_rows`; the thresholds go back to 0.5 (untuned for the new
+    def fit_rows(self, rows, **kwargs) -> tuple[dict, int]:
+        """`TextTaskModel.fit_rows`; the thresholds go back to 0.5 (untuned for the new
         weights) and the rows are kept for the baselines of `evaluate`."""
         if not any(ex.label for ex in rows):
             raise ValueError("no text in y has a label; a multi-label classifier learns from "
                              "texts with labels")
-        result = super()._fit_rows(rows, **kwargs)
+        result = super().fit_rows(rows, **kwargs)
         self.config = dataclasses.replace(self.config, thresholds=None)
         self._serving = None
         self._train_rows = tuple(rows)

@@ -41,7 +41,9 @@ FEATURE_CHUNK = 1024  # pairs packed per TensorFlow call
 class TextEmbedder(TextTaskModel):
     """One vector per text. `predict` gives `embedding` (`[texts, dim]`, by the model's
     pooling, L2-normalized if built with `normalize=True`) and `pooled_output` (BERT's
-    pooler); `evaluate` scores paraphrase retrieval on `(text, paraphrase)` pairs."""
+    pooler); `evaluate` scores paraphrase retrieval on `(text, paraphrase)` pairs. Hooks
+    (`TaskHooks`): every "must", no "may" (not fine-tuned by `keras-bert finetune`;
+    `keras-bert encode`, not `predict`, reads it)."""
 
     kind = "embed"
     config_class = TextEmbedderConfig

@@ -54,6 +54,7 @@ class TokenClassifier(TextTaskModel):
     `predict` gives, per text, `tokens` (its words), `labels` (tag names), `label_ids`,
     `scores`, byte offsets `start_offsets` / `end_offsets` and `num_words` (rows padded to
     the longest text); `evaluate` gives entity `precision`, `recall`, `f1`, `per_type`.
+    Hooks (`TaskHooks`): every "must"; `_from_settings`, `_read_rows` and `_answers`.
     """
 
     kind = "tag"
@@ -144,9 +145,7 @@ class TokenClassifier(TextTaskModel):
 
     def _tags(self, sentences: list[list[str]], batch_size: int) -> list[list[str]]:
         """Each sentence's tags, as the export gives them."""
-        if self._serving is None:
-            self._serving = self._serving_functions()
-        out = run_in_batches(self._serving.text_function(),
+        out = run_in_batches(self._served().text_function(),
                              {"text": [" ".join(w) for w in sentences]}, batch_size)
         return [[text_of(t) for t in out["labels"][i][:int(out["num_words"][i])]]
                 for i in range(len(sentences))]
@@ -164,16 +163,17 @@ class TokenClassifier(TextTaskModel):
     # ----- the job layer ------------------------------------------------------------------
 
     @classmethod
-    def _for_job(cls, job, train: list):
-        """`keras-bert finetune --task tag`'s model: the tag set of `train`, the job's
+    def _from_settings(cls, settings, train: list, train_file: str):
+        """`keras-bert finetune --task tag`'s model: the tag set of `train`, the settings'
         stride and dropout."""
-        return cls.from_pretrained(job.model, conll.tag_vocab(train).names,
-                                   doc_stride=job.doc_stride, dropout=job.dropout,
-                                   seq_length=job.seq_length, rules=job.rules,
-                                   precision=job.precision, seed=job.seed, new_head=True)
+        return cls.from_pretrained(settings.source, conll.tag_vocab(train).names,
+                                   doc_stride=settings.doc_stride, dropout=settings.dropout,
+                                   seq_length=settings.seq_length, rules=settings.rules,
+                                   precision=settings.precision, seed=settings.seed,
+                                   new_head=True)
 
     @classmethod
-    def _read_rows(cls, path, job, labels=None) -> list:
+    def _read_rows(cls, path, columns, labels=None) -> list:
         """`TaggedSentence`s of the CoNLL file `path`; with `labels`, every tag in them."""
         sentences = conll.read_conll(path)
         if labels is not None:

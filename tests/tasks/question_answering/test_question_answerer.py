@@ -14,7 +14,7 @@ import pytest
 
 from keras_bert import FitSchedule, QuestionAnswerer
 from keras_bert.export.session_bundle import SessionBundle
-from keras_bert.jobs.finetune import FinetuneJob, run_finetuning
+from keras_bert.jobs.finetune import FinetuneJob, run_finetuning, task_settings
 from keras_bert.tasks.question_answering import squad
 from keras_bert.tasks.task_model import TextTaskModel
 from tests.jobs.test_finetune import FILLER, _squad_file
@@ -226,4 +226,5 @@ def test_dropout_before_the_span_head_trains_and_is_saved(tmp_path, tiny_config_
     assert keras.saving.load_model(str(tmp_path / "qa.keras")).network.dropout == 0.5
     job = FinetuneJob(task="squad", model=source, train="unused", out=str(tmp_path / "job"),
                       seq_length=SEQ, dropout=0.3, precision="float32")
-    assert QuestionAnswerer._for_job(job, []).network.dropout == 0.3
+    settings = task_settings(job)
+    assert QuestionAnswerer.from_settings(settings, [], job.train).network.dropout == 0.3

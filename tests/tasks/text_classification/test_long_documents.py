@@ -184,7 +184,7 @@ def test_an_xla_export_reads_windows_as_the_plain_one(windowed):
     """`export --xla`: the windows of a request, flattened, run the XLA-compiled network
     (padded to a length bucket and a power-of-two number of rows) and aggregate as without."""
     model, texts = windowed
-    module = model._serving_functions()
+    module = model.serving_functions()
     module.use_xla()
     got = module.traced("serving_default")(text=tf.constant(texts))
     want = model.predict(texts)

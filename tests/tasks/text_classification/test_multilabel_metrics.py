@@ -175,5 +175,5 @@ def test_scores_name_the_unlearned_labels_and_save_their_thresholds():
     assert result["per_label"]["rule"]["f1"] == 1.0
     # the baselines' most frequent set comes from gold when no training rows are given
     assert result["baselines"]["most_frequent_set"]["labels"] == ["noise", "rule"]
-    model._tune_on(result)
+    model.tune_on(result)
     assert model._task_block()["thresholds"] == pytest.approx([0.5, 0.0, 0.5])

@@ -123,6 +123,38 @@ def test_predict_traces_its_function_once(trained):
     np.testing.assert_array_equal(clf.predict(texts[:3])["logits"], first["logits"])
 
 
+def test_predict_command_truncates_at_seq_length_for_its_answers_only(trained, tmp_path,
+                                                                      capsys):
+    """`keras-bert predict --seq-length 8` answers as the export truncated at 8 pieces
+    (`answer_file(max_length=8)`), and the model's `predict` keeps the training length."""
+    import json
+
+    from keras_bert.cli import main
+    from keras_bert.tasks.serving import run_in_batches
+
+    clf, (texts, _) = trained
+    long = [f"{t} {t}" for t in texts[:5]]  # 8 to 16 words: over 8 pieces, under SEQ
+    with open(tmp_path / "texts.csv", "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([["text"], *([t] for t in long)])
+    short = run_in_batches(clf.serving_functions(max_length=8).text_function(),
+                           {"text": long}, 2)
+    before = clf.predict(long)
+    answers = clf.answer_file(str(tmp_path / "texts.csv"), 2, max_length=8)
+    assert [a["label"] for a in answers] == [label.decode() for label in short["label"]]
+    np.testing.assert_allclose([a["probabilities"] for a in answers],
+                               short["probabilities"], rtol=0, atol=1e-6)
+    assert [a["truncated"] for a in answers] == [True] * 5 == list(short["truncated"])
+    np.testing.assert_array_equal(clf.predict(long)["logits"], before["logits"])
+    assert not any(a["truncated"] for a in clf.answer_file(str(tmp_path / "texts.csv"), 2))
+    directory = clf.save(str(tmp_path / "model"))
+    capsys.readouterr()
+    assert main(["predict", directory, "--input", str(tmp_path / "texts.csv"),
+                 "--seq-length", "8"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [a["label"] for a in lines] == [a["label"] for a in answers]
+    assert [a["truncated"] for a in lines] == [True] * 5
+
+
 def test_model_directory_and_keras_file_round_trips(trained, tmp_path):
     clf, (texts, _) = trained
     want = clf.predict(texts)
