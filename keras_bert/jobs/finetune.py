@@ -4,8 +4,8 @@
 (`keras_bert.tasks.registry`) reads the files (`read_rows`), builds the model with the
 job's settings (`from_settings`: `from_pretrained` with a new head), trains it with the loop
 of its `fit` (`fit_rows`), evaluates it as its `evaluate` does (`score_rows`), keeps what
-the kind tunes on the evaluation (`tune_on`) and `save`s it. Kinds: `classify`, `multilabel`, `regress`
-(CSV/TSV/JSONL), `tag` (CoNLL), `squad` (SQuAD JSON).
+the kind tunes on the evaluation (`tune_on`) and `save`s it. Kinds: `classify`, `multilabel`,
+`regress` (CSV/TSV/JSONL), `tag` (CoNLL), `squad` (SQuAD JSON).
 
 The defaults are the BERT paper's fine-tuning recipe: AdamW (`FitSchedule`) with 10% linear
 warmup then linear decay, learning rate 5e-5, batch 32, 3 epochs, dropout 0.1. The output

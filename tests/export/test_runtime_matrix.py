@@ -108,8 +108,8 @@ def _numpy(outputs: dict) -> dict:
 
 # Built only for the older runtimes: in this one, tests/export/test_export_precision.py
 # (real MiniLM, float32 / bfloat16 / float16) and tests/export/test_export_xla.py load the
-# same export options in TF Serving's Session loader every run (building them here too: ~30 s of CI's
-# time per run, 2026-11-27).
+# same export options in TF Serving's Session loader every run (building them here too: ~30 s
+# of CI's time per run, 2026-11-27).
 VARIANTS = ("classify_bfloat16", "embed_float16", "classify_xla", "tag_xla", "span_qa_xla")
 
 

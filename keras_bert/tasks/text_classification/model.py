@@ -79,8 +79,8 @@ class SentenceModel(TextTaskModel):
         """A model on the encoder of `source` with a new head (a keras_bert model directory,
         any checkpoint `keras-bert convert` reads, local or by hub id such as
         `hf://sentence-transformers/all-MiniLM-L6-v2`, or `random-NAME`: random weights of a
-        preset size such as `random-tiny`; a fine-tuned model of this kind loads whole). `labels`: the
-        classifier's label names or their count; `pair`: reads `(text, text_b)`;
+        preset size such as `random-tiny`; a fine-tuned model of this kind loads whole).
+        `labels`: the classifier's label names or their count; `pair`: reads `(text, text_b)`;
         `pooling`: `pooled`, `cls` or `mean`; `seq_length`: the training length;
         `reading`: texts longer than it are `"truncate"`d or read in `"windows"` (or a
         `LongTextReading` with the stride, window cap and aggregation); `precision`: the

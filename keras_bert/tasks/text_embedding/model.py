@@ -11,8 +11,9 @@ asked, L2 normalization).
 `predict`, the export and `keras-bert encode` compute the vectors with the same function
 (`serving.embedding_serving`: the `BertEmbedder` the model was built as, its pooling and
 normalization). A plain model directory (an encoder: converted or pretrained) loads as an
-embedder of its pooler's output, the TF Hub convention for an encoder's `default`. `fit` trains on `(text, paraphrase)` pairs with in-batch
-negatives (sentence-transformers' MultipleNegativesRankingLoss).
+embedder of its pooler's output, the TF Hub convention for an encoder's `default`. `fit`
+trains on `(text, paraphrase)` pairs with in-batch negatives (sentence-transformers'
+MultipleNegativesRankingLoss).
 """
 
 from __future__ import annotations
