@@ -206,6 +206,12 @@ def default_doc_stride(seq_length: int) -> int:
     QA, taggers and sentence-level windows all read it here)."""
     return max(min(128, int(seq_length) // 2), 1)
 
+def default_max_query_length(seq_length: int) -> int:
+    """The question's word pieces span QA keeps by default at `seq_length`: 64 (the
+    original `run_squad.py`'s at length 384), at most half the length."""
+    return min(64, int(seq_length) // 2)
+
+
 # The sizes of Google's released BERT models (Turc et al. 2019 for the small ones).
 PRESETS: dict[str, BertConfig] = {
     "tiny": _preset(2, 128, 2),

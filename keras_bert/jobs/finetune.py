@@ -28,6 +28,7 @@ from keras_bert.config import (
     READING_MODES,
     LongTextReading,
     default_doc_stride,
+    default_max_query_length,
 )
 from keras_bert.jobs.options import (
     DISTRIBUTION_HELP,
@@ -130,7 +131,7 @@ class FinetuneJob(HostOptions):
         if not 0.0 <= self.warmup_fraction < 1.0:
             raise ValueError(f"warmup_fraction must be in [0, 1), got {self.warmup_fraction}")
         if self.max_query_length is None:
-            self.max_query_length = min(64, self.seq_length // 2)
+            self.max_query_length = default_max_query_length(self.seq_length)
         if self.doc_stride is None:
             self.doc_stride = default_doc_stride(self.seq_length)
         from keras_bert.training.distribution import check_batch_size, get_distribution

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from keras_bert.config import default_doc_stride
+from keras_bert.config import default_doc_stride, default_max_query_length
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +33,7 @@ class QuestionAnswererConfig:
         """This config with its lengths made explicit at the training length `seq_length`
         (None: 384), checked to leave room for the question."""
         length = int(seq_length or 384)
-        query = int(self.max_query_length or min(64, length // 2))
+        query = int(self.max_query_length or default_max_query_length(length))
         if length < query + 4:
             raise ValueError(f"seq_length ({length}) must leave room for the question "
                              f"({query}), 3 special tokens and some context.")

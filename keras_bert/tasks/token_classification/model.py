@@ -134,8 +134,7 @@ class TokenClassifier(TextTaskModel):
 
     def _doc_stride(self) -> int:
         """How far the windows advance (the config's, else half the training length)."""
-        return int(self.config.doc_stride
-                   or default_doc_stride(self.preprocessor.seq_length or 256))
+        return self.config.stride_at(self.preprocessor.seq_length)
 
     def _score(self, rows, batch_size, train=None) -> dict:
         """Entity `precision`, `recall`, `f1` and `per_type` of the export's tags."""
