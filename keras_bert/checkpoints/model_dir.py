@@ -126,8 +126,9 @@ def save_model_dir(encoder: BertEncoder, path: str, vocab: str | Sequence[str], 
     if isinstance(vocab, (str, os.PathLike)):
         shutil.copyfile(vocab, os.path.join(tmp, "vocab.txt"))
     else:
-        with open(os.path.join(tmp, "vocab.txt"), "w", encoding="utf-8") as f:
-            f.write("".join(token + "\n" for token in vocab))
+        from keras_bert.text.vocab_builder import save_vocab
+
+        save_vocab(list(vocab), os.path.join(tmp, "vocab.txt"))
     encoder.save_weights(os.path.join(tmp, ENCODER_WEIGHTS))
     manifest = {"format_version": FORMAT_VERSION, "config": encoder.config.to_dict(),
                 "precision": encoder.dtype_policy.name,

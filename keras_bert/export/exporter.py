@@ -165,8 +165,9 @@ def write_assets(export_dir: str, vocab: list[str], labels=None) -> None:
     labelled kinds, `labels.txt` (the graph holds both as constants and never opens them)."""
     folder = os.path.join(export_dir, "assets")
     os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
-        f.write("".join(token + "\n" for token in vocab))
+    from keras_bert.text.vocab_builder import save_vocab
+
+    save_vocab(vocab, os.path.join(folder, "vocab.txt"))
     if labels is not None:
         labels.save(os.path.join(folder, LABELS_ASSET))
 

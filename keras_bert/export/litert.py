@@ -181,7 +181,8 @@ def write_files(folder: str, blob: bytes, metadata: dict, vocab: list[str], labe
         f.write(blob)
     with open(os.path.join(folder, METADATA_FILE), "w", encoding="utf-8") as f:
         json.dump(metadata, f, indent=2)
-    with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
-        f.write("".join(token + "\n" for token in vocab))
+    from keras_bert.text.vocab_builder import save_vocab
+
+    save_vocab(vocab, os.path.join(folder, "vocab.txt"))
     if labels is not None:
         labels.save(os.path.join(folder, "labels.txt"))
