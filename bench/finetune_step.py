@@ -10,6 +10,8 @@ windows:
                but not on LayerNorm/biases, warmup + linear decay, clipping at 1.0), trained
                with `model.fit` on `tf.data.Dataset.from_tensors(batch).repeat()`; fp32;
 * `ours_bf16`  the same under `mixed_bfloat16`;
+* `ours_keras_dropout`  `ours` with Keras' own `Dropout` in the encoder instead of
+               `BertDropout`'s 16-bit mask (what the encoder used before it);
 * `hf`         `transformers.BertForSequenceClassification` (PyTorch eager, SDPA, fp32) with
                `torch.optim.AdamW(lr, weight_decay=0.01)`, clipping at 1.0, its own loss.
 
@@ -23,6 +25,7 @@ All with random weights and dropout 0.1 (training mode). Default config: MiniLM-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -33,7 +36,7 @@ from bench.support import common, sizes  # noqa: E402  (common: before TF/torch 
 
 # name: (num_layers, hidden_size, num_heads, intermediate_size, vocab_size); tiny: --quick
 CONFIGS = sizes.table("minilm-l6", "base", tiny=sizes.QUICK)
-ALL_CONTENDERS = ("ours", "ours_bf16", "hf")
+ALL_CONTENDERS = ("ours", "ours_bf16", "ours_keras_dropout", "hf")
 LEARNING_RATE = 5e-5
 
 
@@ -71,9 +74,10 @@ def ours(args, ids, labels, dtype, losses, name):
     layers, hidden, heads, intermediate, vocab = CONFIGS[args.config]
     config = keras_bert.BertConfig(vocab_size=vocab, hidden_size=hidden, num_layers=layers,
                                    num_heads=heads, intermediate_size=intermediate)
-    model = TextClassifier._build_network(
-        keras_bert.BertEncoder(config, dtype=dtype), TextClassifier.config_class(),
-        list(range(args.classes)))
+    with encoder_dropout(keras.layers.Dropout if name == "ours_keras_dropout" else None):
+        model = TextClassifier._build_network(
+            keras_bert.BertEncoder(config, dtype=dtype), TextClassifier.config_class(),
+            list(range(args.classes)))
     model.compile(optimizer=create_optimizer(LEARNING_RATE, 10_000, 1_000, 0.01),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   jit_compile=False)
@@ -86,6 +90,22 @@ def ours(args, ids, labels, dtype, losses, name):
         losses[name] = float(history.history["loss"][-1])
 
     return window
+
+
+@contextlib.contextmanager
+def encoder_dropout(layer_class):
+    """The encoder's layers built with `layer_class` as their dropout (None: as shipped)."""
+    from keras_bert.layers import embeddings, self_attention, transformer_block
+
+    modules = (embeddings, self_attention, transformer_block)
+    shipped = [module.BertDropout for module in modules]
+    for module in modules:
+        module.BertDropout = layer_class or module.BertDropout
+    try:
+        yield
+    finally:
+        for module, original in zip(modules, shipped, strict=True):
+            module.BertDropout = original
 
 
 def hf(args, ids, labels, losses):
@@ -132,7 +152,8 @@ def main(argv=None) -> int:
     ids = rng.integers(1000 if vocab > 2000 else 5, vocab, (args.batch, args.seq)).astype("int32")
     labels = rng.integers(0, args.classes, (args.batch,)).astype("int32")
     losses, fns = {}, {}
-    for name, dtype in (("ours", None), ("ours_bf16", "mixed_bfloat16")):
+    for name, dtype in (("ours", None), ("ours_bf16", "mixed_bfloat16"),
+                        ("ours_keras_dropout", None)):
         if name in args.contenders:
             fns[name] = ours(args, ids, labels, dtype, losses, name)
     if "hf" in args.contenders:
@@ -146,7 +167,8 @@ def main(argv=None) -> int:
                                  "last loss", "busy cores"], rows))
     summary = [[f"{a} / {b}", f"{timings[b].median / timings[a].median:.2f}x",
                 f"{timings[b].best / timings[a].best:.2f}x"]
-               for a, b in (("ours", "hf"), ("ours_bf16", "ours"), ("ours_bf16", "hf"))
+               for a, b in (("ours", "hf"), ("ours_bf16", "ours"), ("ours_bf16", "hf"),
+                            ("ours", "ours_keras_dropout"))
                if a in timings and b in timings]
     print()
     print(common.markdown_table(["ratio (steps/s)", "median", "best"], summary))

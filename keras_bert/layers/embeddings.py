@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert.backend import is_tensorflow
+from keras_bert.layers.dropout import BertDropout
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -38,7 +39,7 @@ class BertEmbeddings(keras.layers.Layer):
             **common)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, name="layer_norm", **common)
-        self.dropout = keras.layers.Dropout(dropout, **common)
+        self.dropout = BertDropout(dropout, **common)
 
     def build(self, input_shape=None):
         self.word_embeddings.build((None, None))
