@@ -25,7 +25,6 @@ All with random weights and dropout 0.1 (training mode). Default config: MiniLM-
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from pathlib import Path
@@ -33,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.support import common, sizes  # noqa: E402  (common: before TF/torch start)
+from bench.support.ablations import encoder_dropout  # noqa: E402
 
 # name: (num_layers, hidden_size, num_heads, intermediate_size, vocab_size); tiny: --quick
 CONFIGS = sizes.table("minilm-l6", "base", tiny=sizes.QUICK)
@@ -90,22 +90,6 @@ def ours(args, ids, labels, dtype, losses, name):
         losses[name] = float(history.history["loss"][-1])
 
     return window
-
-
-@contextlib.contextmanager
-def encoder_dropout(layer_class):
-    """The encoder's layers built with `layer_class` as their dropout (None: as shipped)."""
-    from keras_bert.layers import embeddings, self_attention, transformer_block
-
-    modules = (embeddings, self_attention, transformer_block)
-    shipped = [module.BertDropout for module in modules]
-    for module in modules:
-        module.BertDropout = layer_class or module.BertDropout
-    try:
-        yield
-    finally:
-        for module, original in zip(modules, shipped, strict=True):
-            module.BertDropout = original
 
 
 def hf(args, ids, labels, losses):
