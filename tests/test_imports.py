@@ -61,11 +61,12 @@ def test_server_side_loads_no_keras_model_code():
                           "keras_bert.devserver.model_store")
     tensorflow_alone = loaded_after("tensorflow", "tensorflow_text", "grpc")
     assert set(server["keras"]) <= set(tensorflow_alone["keras"])
-    # The dev server uses the export package's TF-only modules (loader, versions, warmup)
-    # and the protobuf-only JSON printer.
+    # The dev server uses the export package's TF-only modules (loader, versions, warmup),
+    # the protobuf-only JSON printer and the process defaults `import keras_bert` sets
+    # (keras_bert.environment: environment variables, no model code).
     assert not [m for m in server["keras_bert"]
                 if not m.startswith(("keras_bert.devserver", "keras_bert.export"))
-                and m not in ("keras_bert", "keras_bert.proto_json")]
+                and m not in ("keras_bert", "keras_bert.proto_json", "keras_bert.environment")]
     assert "keras_bert.export.exporter" not in server["keras_bert"]
     assert "keras_bert.tasks.serving" not in server["keras_bert"]
 
