@@ -10,6 +10,8 @@ import ast
 import os
 import re
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KIND_FOLDERS = ("text_classification", "token_classification", "question_answering",
                 "text_embedding")
@@ -74,3 +76,45 @@ def test_kind_hf_names_sit_in_their_folders():
     assert {"BertForTokenClassification", "qa_outputs.weight", "classifier."} <= exact
     assert "qa_outputs\\." in inside
     assert kind_hf_names_outside_their_folders() == []
+
+
+def kind_export_options_in_the_exporters() -> list[str]:
+    """Where a function of `keras_bert/export/` takes a kind's export option by name (a
+    field of a kind's `export_options_class`): `path:line function(parameter)`."""
+    import dataclasses
+
+    from keras_bert.tasks.registry import KINDS
+
+    fields = {field.name for kind in KINDS.values()
+              if kind.model_class().export_options_class is not None
+              for field in dataclasses.fields(kind.model_class().export_options_class)}
+    found = []
+    for root, _, files in os.walk(os.path.join(REPO, "keras_bert", "export")):
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            rel = os.path.relpath(os.path.join(root, name), REPO).replace(os.sep, "/")
+            with open(os.path.join(root, name), encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    arguments = node.args.args + node.args.kwonlyargs
+                    found += [f"{rel}:{node.lineno} {node.name}({a.arg})" for a in arguments
+                              if a.arg in fields]
+    return found
+
+
+def test_the_exporters_take_a_kinds_options_as_one_object():
+    """`pooling` (an embedder's) and `null_score_threshold` (a question answerer's) reach
+    the exporters as the kind's typed options (`task_options`), which they pass on unread."""
+    from keras_bert.tasks.registry import task_class
+
+    embedder, answerer = task_class("embed"), task_class("squad")
+    assert embedder.export_options(pooling="cls").pooling == "cls"
+    assert answerer.export_options(null_score_threshold=1).null_score_threshold == 1.0
+    assert task_class("classify").export_options(pooling=None) is None
+    with pytest.raises(ValueError, match="pooling: not an option of a TextClassifier's export"):
+        task_class("classify").export_options(pooling="mean")
+    with pytest.raises(ValueError, match="null_score_threshold: not an option of a Text"):
+        embedder.export_options(null_score_threshold=1.5)
+    assert kind_export_options_in_the_exporters() == []
