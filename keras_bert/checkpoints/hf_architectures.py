@@ -1,20 +1,21 @@
 """Hugging Face's `BertFor*` classes: the Hugging Face side of their heads.
 
 `HuggingFaceCheckpoint` is a Hugging Face directory opened in memory (`config.json` parsed
-once, the weights read once); `HEADS` holds each class's head table (canonical names ->
+once, the weights read once); an `HFHead` is one class's head table (canonical names ->
 Hugging Face keys) and whether its `bert` has a pooler. `config.json`'s `architectures[0]`
 says what a directory holds:
 
-* `BertForSequenceClassification`, `BertForTokenClassification`, `BertForQuestionAnswering`:
-  read as the task model of a kind (`TASK_ARCHITECTURES`); each kind's folder reads its own
-  (`keras_bert/tasks/<kind>/checkpoints.py`);
-* `BertForMaskedLM`, `BertForPreTraining`: read as encoder + `pretraining_heads.weights.h5`
-  (`convert_hf`);
+* a task kind's class: read as the task model of that kind, by the kind's folder, which
+  holds the class's `HFHead` (`keras_bert/tasks/<kind>/checkpoints.py`: `HF_HEAD`, handed
+  to `assign` and `write_hf_task_dir`): this package names no kind;
+* `BertForMaskedLM`, `BertForPreTraining` (`PRETRAINING_CLASSES`): read as encoder +
+  `pretraining_heads.weights.h5` (`convert_hf`);
 * `BertModel`, none: read as encoder;
-* any other with head weights: refused (`ValueError`) unless `encoder_only`.
+* any other with head weights (any module beside `BertModel`'s own): refused
+  (`ValueError`) unless `encoder_only` or a kind keeps it (`refuse_unkept_heads`).
 
-Weights HF's class lacks (the pooler of token classification, QA and masked LM models; a
-masked LM's next sentence head) keep their initial values and are listed in the manifest's
+Weights HF's class lacks (the pooler of a class built without one, a masked LM's next
+sentence head) keep their initial values and are listed in the manifest's
 `metadata.initialised`. A task head's default serving length (`serving_length`) is the least
 of the tokenizer's `model_max_length`, `max_position_embeddings` and 512.
 
@@ -41,38 +42,27 @@ from keras_bert.config import BertConfig
 from keras_bert.models.encoder import BertEncoder
 from keras_bert.models.pretrainer import BertPretrainer
 
-SEQUENCE = "BertForSequenceClassification"
-TOKEN = "BertForTokenClassification"
-QA = "BertForQuestionAnswering"
 MASKED_LM = "BertForMaskedLM"
 PRETRAINING = "BertForPreTraining"
-
-# Canonical names of a task head (`task_head_variables`) -> Hugging Face keys, per head type.
-SEQUENCE_TABLE = [Rule("head/kernel", "classifier.weight", transpose=True),
-                  Rule("head/bias", "classifier.bias")]
-TOKEN_TABLE = list(SEQUENCE_TABLE)  # same names: HF calls both heads `classifier`
-SPAN_TABLE = [Rule("head/kernel", "qa_outputs.weight", transpose=True),
-              Rule("head/bias", "qa_outputs.bias")]
-MASKED_LM_TABLE = [r for r in pretraining_heads.HF_HEAD_TABLE if r.ours.startswith("mlm/")]
-PRETRAINING_TABLE = list(pretraining_heads.HF_HEAD_TABLE)
+# What `architectures` says of a model without a head: its `bert` always has a pooler.
+HEADLESS = (None, "BertModel")
 
 
 @dataclasses.dataclass(frozen=True)
 class HFHead:
-    """One `BertFor*` class: its head's mapping table and whether its `bert` has a pooler."""
+    """One `BertFor*` class: its name (`architectures[0]`), its head's mapping table
+    (canonical names -> Hugging Face keys) and whether its `bert` has a pooler."""
 
-    table: list
+    architecture: str
+    table: tuple[Rule, ...]
     pooler: bool
 
 
-HEADS = {SEQUENCE: HFHead(SEQUENCE_TABLE, pooler=True),
-         TOKEN: HFHead(TOKEN_TABLE, pooler=False),
-         QA: HFHead(SPAN_TABLE, pooler=False),
-         MASKED_LM: HFHead(MASKED_LM_TABLE, pooler=False),
-         PRETRAINING: HFHead(PRETRAINING_TABLE, pooler=True)}
-TASK_ARCHITECTURES = (SEQUENCE, TOKEN, QA)  # kept as task models by keras_bert.tasks
+PRETRAINING_CLASSES = {head.architecture: head for head in (
+    HFHead(MASKED_LM, tuple(r for r in pretraining_heads.HF_HEAD_TABLE
+                            if r.ours.startswith("mlm/")), pooler=False),
+    HFHead(PRETRAINING, tuple(pretraining_heads.HF_HEAD_TABLE), pooler=True))}
 MAX_SEQ_LENGTH = 512
-HEAD_PREFIXES = ("cls.", "classifier.", "qa_outputs.")
 
 
 def read_hf_config(src: str) -> dict:
@@ -108,9 +98,10 @@ def serving_length(src: str, config: dict) -> int:
     return length
 
 
-def dropped_heads(ignored: list[str]) -> list[str]:
-    """The head modules of HF weights left out of a conversion (`ignored` keys)."""
-    return sorted({k.rsplit(".", 1)[0] for k in ignored if k.startswith(HEAD_PREFIXES)})
+def dropped_heads(keys: list[str]) -> list[str]:
+    """The head modules of HF weights (`keys`, after `normalize_keys`) left out of a
+    conversion: those beside `BertModel`'s own."""
+    return sorted({k.rsplit(".", 1)[0] for k in keys if huggingface.is_head_key(k)})
 
 
 def classifier_dropout(config: dict) -> float:
@@ -148,35 +139,49 @@ class HuggingFaceCheckpoint(Checkpoint):
         self.assign(encoder)
         return encoder
 
-    def assign(self, encoder: BertEncoder, head: dict | None = None) -> dict:
+    def assign(self, encoder: BertEncoder, head: dict | None = None,
+               hf_head: HFHead | None = None) -> dict:
         """Assigns the weights to `encoder` and, given, to the head's variables (`head`:
-        canonical name -> variable, `head/kernel` and `head/bias`) through its
-        architecture's table, all checked before any is assigned. Returns the provenance a
-        model directory records (`dropped`: HF head modules left out; `initialised`: our
-        weights the checkpoint lacks)."""
+        canonical name -> variable, `head/kernel` and `head/bias`) through `hf_head`'s table
+        (the class's, which its kind's folder holds), all checked before any is assigned.
+        Returns the provenance a model directory records (`dropped`: HF head modules left
+        out; `initialised`: our weights the checkpoint lacks)."""
         arch = self.architecture
         targets, table = encoder_variables(encoder), list(huggingface.ENCODER_TABLE)
         if head is not None:
-            targets, table = {**targets, **head}, table + HEADS[arch].table
-        no_pooler = [] if HEADS.get(arch, HFHead([], True)).pooler else ["^pooler/"]
+            targets, table = {**targets, **head}, table + list(hf_head.table)
+        optional = [] if self.pooler_required(hf_head) else ["^pooler/"]
         arrays, ignored, origin = from_format(table, self.state, huggingface.IGNORED)
         initialised = assign_checked(targets, arrays, source=f"weights {self.path}",
-                                     optional=no_pooler, origin=origin)
+                                     optional=optional, origin=origin)
         return {**self.provenance, "architecture": arch, "dropped": dropped_heads(ignored),
                 "initialised": initialised}
 
-    def refuse_unkept_heads(self) -> None:
-        """A `ValueError` when the weights hold a head of a class keras_bert keeps none of
-        (`HEADS`: the task and pretraining classes)."""
-        if self.architecture in HEADS:
+    def pooler_required(self, hf_head: HFHead | None = None) -> bool:
+        """Whether the weights must hold a pooler: as `hf_head` (or a pretraining class)
+        says; a `BertModel` always has one, and any other `BertFor*` class may be one that
+        Hugging Face builds without it (its token classification, question answering and
+        masked LM classes), so there the pooler may be absent as a whole."""
+        known = hf_head or PRETRAINING_CLASSES.get(self.architecture)
+        return known.pooler if known is not None else self.architecture in HEADLESS
+
+    def refuse_unkept_heads(self, kept: tuple[str, ...] = ()) -> None:
+        """A `ValueError` when the weights hold a head of a class keras_bert keeps none of:
+        neither a pretraining class (`PRETRAINING_CLASSES`) nor one of `kept` (the task
+        kinds' classes, which `keras_bert.tasks` passes: this package knows no kind)."""
+        heads = [*kept, *PRETRAINING_CLASSES]
+        if self.architecture in heads:
             return
         dropped = dropped_heads(list(self.state))
         if dropped:
+            tasks = "" if kept else (
+                "; keras_bert.tasks.task_conversion.convert (keras-bert convert) keeps the "
+                "task kinds' heads")
             raise ValueError(
                 f"{self.path} is a {self.architecture or 'model without architectures'} whose "
                 f"head keras_bert cannot keep ({', '.join(dropped)}; heads kept: "
-                f"{', '.join(HEADS)}); pass --encoder-only (encoder_only=True) to convert the "
-                "encoder alone")
+                f"{', '.join(heads)}{tasks}); pass --encoder-only (encoder_only=True) to "
+                "convert the encoder alone")
 
     def serving_length(self) -> int:
         """The longest input the model takes (`serving_length`)."""
@@ -186,14 +191,10 @@ class HuggingFaceCheckpoint(Checkpoint):
 def convert_hf(checkpoint: HuggingFaceCheckpoint, dest: str,
                encoder_only: bool = False) -> ModelDir:
     """Writes the opened HF `checkpoint` as a keras_bert model directory `dest`: the encoder,
-    with a masked LM / pretraining model's heads (`encoder_only`: the encoder alone). A task
-    head (`TASK_ARCHITECTURES`) is kept by `keras_bert.tasks.task_conversion` (`keras-bert
-    convert`); here it is refused, as is a head keras_bert has no equivalent for."""
+    with a masked LM / pretraining model's heads (`encoder_only`: the encoder alone). Any
+    other head is refused (`refuse_unkept_heads`): a task kind's is kept by
+    `keras_bert.tasks.task_conversion` (`keras-bert convert`), which asks the kinds first."""
     src, arch = checkpoint.path, checkpoint.architecture
-    if arch in TASK_ARCHITECTURES and not encoder_only:
-        raise ValueError(f"{src} is a {arch} with a fine-tuned head: "
-                         "keras_bert.tasks.task_conversion.convert (keras-bert convert) keeps "
-                         "it as a task model; encoder_only=True converts the encoder alone")
     save = dict(vocab=checkpoint.vocab_file, lower_case=checkpoint.lower_case,
                 rules=checkpoint.rules)
     if not encoder_only and arch in (MASKED_LM, PRETRAINING):
@@ -218,23 +219,23 @@ def _bert_state(encoder, pooler: bool) -> dict[str, np.ndarray]:
             if pooler or not k.startswith("pooler.")}
 
 
-def write_hf_task_dir(dest: str, encoder, arch: str, head: dict, label_names: list[str],
+def write_hf_task_dir(dest: str, encoder, hf_head: HFHead, head: dict, label_names: list[str],
                       vocab_file: str, lower_case: bool, problem: str | None = None,
                       dropout: float | None = None) -> str:
     """Writes `encoder` and a task head's arrays (`head`: canonical name -> array) as the
-    Hugging Face `arch` directory `dest` (weights, `id2label`, `problem_type`), so that
-    `from_pretrained` loads the head."""
+    Hugging Face `hf_head` class's directory `dest` (weights, `id2label`, `problem_type`),
+    so that `from_pretrained` loads the head."""
     config = encoder.config.to_hf_dict()
-    config.update(architectures=[arch],
+    config.update(architectures=[hf_head.architecture],
                   id2label={str(i): n for i, n in enumerate(label_names)},
                   label2id={n: i for i, n in enumerate(label_names)})
     if problem is not None:
         config["problem_type"] = problem
     if dropout is not None:
         config["classifier_dropout"] = dropout
-    state = _bert_state(encoder, HEADS[arch].pooler)
-    state.update({k: np.ascontiguousarray(v) for k, v in to_format(HEADS[arch].table,
-                                                                   head).items()})
+    state = _bert_state(encoder, hf_head.pooler)
+    state.update({k: np.ascontiguousarray(v)
+                  for k, v in to_format(list(hf_head.table), head).items()})
     return huggingface.write_hf_dir(dest, config, state, vocab_file, lower_case)
 
 
@@ -257,6 +258,6 @@ def save_hf_pretraining_dir(src: str, dest: str, lower_case: bool | None = None)
     return huggingface.write_hf_dir(dest, config, state, source.vocab_file, lower_case)
 
 
-__all__ = ["HEADS", "TASK_ARCHITECTURES", "HuggingFaceCheckpoint", "architecture",
+__all__ = ["PRETRAINING_CLASSES", "HFHead", "HuggingFaceCheckpoint", "architecture",
            "classifier_dropout", "convert_hf", "hf_label_names", "read_hf_config",
            "save_hf_pretraining_dir", "serving_length", "write_hf_task_dir"]

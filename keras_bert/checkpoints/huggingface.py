@@ -53,8 +53,26 @@ ENCODER_TABLE = [
     *_linear("pooler", "pooler.dense"),
 ]
 
-# Keys that are not encoder weights: buffers, pretraining and task heads.
-IGNORED = (r"^embeddings\.position_ids$", r"^cls\.", r"^classifier\.", r"^qa_outputs\.")
+# `BertModel`'s own modules: every other top-level module of a `BertFor*` class's weights is
+# its head (`cls` for pretraining, a task head beside it), whichever class it is: the heads
+# keras_bert keeps are read by the code that keeps them (`pretraining_heads`, a task kind's
+# folder), so that this module names none.
+BODY = ("embeddings.", "encoder.", "pooler.")
+POSITION_IDS = r"^embeddings\.position_ids$"  # a buffer older transformers saved
+
+
+def outside(*modules: str) -> str:
+    """A regex of the keys outside `BODY` and `modules` (prefixes ending in `.`)."""
+    return "^(?!" + "|".join(re.escape(m) for m in (*BODY, *modules)) + ")"
+
+
+# Keys that are not encoder weights: the buffer and every head.
+IGNORED = (POSITION_IDS, outside())
+
+
+def is_head_key(key: str) -> bool:
+    """Whether a key (after `normalize_keys`) is a head's: outside `BertModel`'s modules."""
+    return not key.startswith(BODY)
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 

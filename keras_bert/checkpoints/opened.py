@@ -42,9 +42,10 @@ class Checkpoint:
         """What a model directory written from it records: where it came from, its layout."""
         return {"converted_from": os.path.abspath(self.path), "format": self.format.name}
 
-    def refuse_unkept_heads(self) -> None:
+    def refuse_unkept_heads(self, kept: tuple[str, ...] = ()) -> None:
         """Raises `ValueError` when the checkpoint holds a head that nothing keeps (nor a
-        kind, nor its layout's conversion): only a Hugging Face layout names such heads."""
+        kind, nor its layout's conversion): only a Hugging Face layout names such heads
+        (`kept`: the Hugging Face classes the task kinds keep)."""
 
 
 @dataclasses.dataclass

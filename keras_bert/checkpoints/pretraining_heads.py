@@ -76,8 +76,8 @@ HF_DECODER_BIAS = "cls.predictions.decoder.bias"
 # Google: optimizer slots and counters. HF: buffers, task heads and other `cls.*` heads (such
 # as AntiBERTy's species/chain classifiers), but not the pretraining heads themselves.
 GOOGLE_IGNORED = tuple(p for p in google.IGNORED if p != r"^cls/")
-HF_IGNORED = tuple(p for p in huggingface.IGNORED if p != r"^cls\.") + (
-    r"^cls\.(?!predictions\.|seq_relationship\.)",)
+HF_IGNORED = (huggingface.POSITION_IDS,
+              huggingface.outside("cls.predictions.", "cls.seq_relationship."))
 
 MODEL_GARDEN_IGNORED = tuple(p for p in model_garden.IGNORED if p != r"(^|/)cls/")
 

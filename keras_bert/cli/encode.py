@@ -47,8 +47,9 @@ def run(args) -> int:
               f"max_position_embeddings {limit}", file=sys.stderr)
         return 2
     # The function `TextEmbedder.predict` and the export's `serving_default` run.
+    options = loaded.export_options(pooling=args.pooling)  # the embedder's, by its class
     embed = loaded.serving_functions(max_length=args.seq_length,
-                                     pooling=args.pooling).text_function()
+                                     options=options).text_function()
     batch = []
     # Bytes: ill-formed UTF-8 is handled as `tokenize` does (a text stdin in tests).
     for line in getattr(sys.stdin, "buffer", sys.stdin):

@@ -25,6 +25,7 @@ import os
 import keras
 import tensorflow as tf
 
+from keras_bert.export.litert import LITERT_OPTIONS, write_litert
 from keras_bert.export.op_audit import DEFAULT_TARGET
 from keras_bert.export.session_bundle import SessionBundle, read_signature_defs
 from keras_bert.export.versions import atomic_version_dir
@@ -59,8 +60,7 @@ def write_version(model, base_dir: str, version: int | None = None,
                   seq_length: int | None = None, max_length: int | None = None,
                   target: str | None = DEFAULT_TARGET, model_name: str = "bert",
                   warmup_texts: list[str] | None = None, precision: str | None = None,
-                  xla: bool = False, pooling: str | None = None,
-                  null_score_threshold: float | None = None) -> ExportedModel:
+                  xla: bool = False, task_options=None) -> ExportedModel:
     """Writes `model` (a `TextTaskModel`, as it is in memory) as version `version` (default:
     the next one) under `base_dir`.
 
@@ -72,17 +72,16 @@ def write_version(model, base_dir: str, version: int | None = None,
     precision; the weights are stored in float32 and every output is float32). `xla`: the
     network XLA-compiled over length buckets (every kind; TF Serving needs
     `--xla_cpu_compilation_enabled=true`); the warmup file then holds one batch-1 request
-    per length bucket, so each compiles before traffic. `pooling`: an embedder's
-    `embedding`; `null_score_threshold`: a SQuAD v2.0 question answerer answers "" when the
-    null score beats the best span by more than this.
+    per length bucket, so each compiles before traffic. `task_options`: the kind's own
+    export options (its class's `export_options` builds them), handed to the model's
+    `serving_functions` unread: this module names no kind's option.
     """
     if precision is not None:
         if precision not in EXPORT_PRECISIONS:
             raise ValueError(f"precision must be one of {tuple(EXPORT_PRECISIONS)}, got "
                              f"{precision!r}")
         model = model.in_precision(EXPORT_PRECISIONS[precision])
-    module = model.serving_functions(seq_length, max_length, pooling=pooling,
-                                     null_score_threshold=null_score_threshold)
+    module = model.serving_functions(seq_length, max_length, task_options)
     if xla:
         module.use_xla()
     with atomic_version_dir(base_dir, version) as (tmp, number):
@@ -107,6 +106,11 @@ def write_version(model, base_dir: str, version: int | None = None,
 
 
 EXPORT_FORMATS = ("saved_model", "litert")
+# The options `write_version` takes (`litert.LITERT_OPTIONS`: `write_litert`'s); the others
+# a caller names are the kind's, which its class builds into `task_options`.
+SAVED_MODEL_OPTIONS = ("version", "seq_length", "max_length", "target", "model_name",
+                       "warmup_texts", "precision", "xla", "task_options")
+EXPORT_OPTIONS = tuple(dict.fromkeys((*SAVED_MODEL_OPTIONS, "quantize", *LITERT_OPTIONS)))
 # Why the SavedModel takes no `quantize` (bench/RESULTS.md, "int8 and bfloat16 SavedModels"):
 # in TensorFlow's runtime Keras' int8 layers ran 2-4.5x slower than float32 (their int8
 # products have no fast CPU kernel), and TensorFlow's oneDNN int8 kernel, though faster than
@@ -128,8 +132,6 @@ def write_export(model, base_dir: str, format: str = "saved_model", **options):
         if options.pop("quantize", None) not in (None, "none"):
             raise ValueError(SAVED_MODEL_QUANTIZE)
         return write_version(model, base_dir, **options)
-    from keras_bert.export.litert import LITERT_OPTIONS, write_litert
-
     other = sorted(name for name, value in options.items()
                    if value not in (None, False) and name not in LITERT_OPTIONS)
     if other:

@@ -30,7 +30,7 @@ from keras_bert.export.litert_runtime import FORMAT, METADATA_NAME, MODEL_FILE, 
 from keras_bert.export.versions import atomic_version_dir
 
 QUANTIZATIONS = ("none", "float16", "int8")
-LITERT_OPTIONS = ("version", "max_length", "quantize", "tokenizer", "pooling")
+LITERT_OPTIONS = ("version", "max_length", "quantize", "tokenizer", "task_options")
 TOKENIZERS = ("fast-bert", "none")
 METADATA_FILE = "metadata.json"
 # The custom ops of the graph: TF Text's, whose TFLite kernels `tflite_registrar` registers.
@@ -53,8 +53,7 @@ class ExportedLiteRT:
 
 def write_litert(model, base_dir: str, version: int | None = None,
                  max_length: int | None = None, quantize: str = "none",
-                 tokenizer: str | None = None,
-                 pooling: str | None = None) -> ExportedLiteRT:
+                 tokenizer: str | None = None, task_options=None) -> ExportedLiteRT:
     """Writes `model` (a `TextTaskModel` of any kind) as version `version` (default: the
     next) under `base_dir`.
 
@@ -63,11 +62,12 @@ def write_litert(model, base_dir: str, version: int | None = None,
     `float16` (weights stored in float16) or `int8` (dynamic-range: int8 weights, float
     activations). `tokenizer`: `fast-bert` (TF Text's TFLite tokenizer in the file, text
     in; see the module docstring) or `none` (token ids in); None refuses, naming both.
+    `task_options`: the kind's own export options, handed to its `serving_functions`
+    unread (`exporter.write_version`'s).
     """
     check_options(quantize, tokenizer)
     model = model.in_precision("float32")  # LiteRT's kernels compute float32 (or int8)
-    options = {} if pooling is None else {"pooling": pooling}
-    module = model.serving_functions(None, max_length, **options)
+    module = model.serving_functions(None, max_length, task_options)
     check_module(module, tokenizer)
     try:
         graph = module.litert_graph()

@@ -26,7 +26,9 @@ class Kind:
     kinds (`keras_bert.checkpoints` knows none): `read_head(checkpoint)` is the fine-tuned
     model of one of its kinds that an opened checkpoint (`keras_bert.checkpoints.opened`)
     holds, as a `keras_bert.tasks.task_conversion.HeldModel`, or None; `hf_head(model,
-    source)` says how its model goes to Hugging Face (a `task_conversion.HFTaskHead`)."""
+    source)` says how its model goes to Hugging Face (a `task_conversion.HFTaskHead`);
+    `HF_HEAD` is the Hugging Face class it reads and writes (a
+    `keras_bert.checkpoints.hf_architectures.HFHead`: its name and head table)."""
 
     name: str
     model: str

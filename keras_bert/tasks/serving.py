@@ -307,11 +307,3 @@ def text_of(value) -> str:
     """A string output of a serving function as `str`."""
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
-
-def no_options(model, options: dict) -> None:
-    """A `ValueError` naming the export options a kind does not take (`pooling` is an
-    embedder's, `null_score_threshold` a question answerer's)."""
-    given = sorted(name for name, value in options.items() if value is not None)
-    if given:
-        raise ValueError(f"{', '.join(given)}: not an option of a {type(model).__name__}'s "
-                         "export")

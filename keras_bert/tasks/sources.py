@@ -79,12 +79,12 @@ def open_source(source: str, rules: str | None = None) -> Pretrained:
     fmt = detect_format(path)
     if isinstance(fmt, KerasBertFormat):
         return _model_directory(path, rules)
-    from keras_bert.tasks.task_conversion import held_model
+    from keras_bert.tasks.task_conversion import held_model, hf_task_architectures
 
     checkpoint = fmt.open(path, rules=rules)
     held = held_model(checkpoint)
     if held is None:
-        checkpoint.refuse_unkept_heads()
+        checkpoint.refuse_unkept_heads(hf_task_architectures())
         return Pretrained(checkpoint)
     return Pretrained(checkpoint, held.model_class, lambda dtype: held.build(dtype)[0])
 

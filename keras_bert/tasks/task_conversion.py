@@ -48,10 +48,11 @@ class HeldModel:
 
 @dataclasses.dataclass(frozen=True)
 class HFTaskHead:
-    """How a task model goes to Hugging Face: its `BertFor*` class, sequence
-    classification's `problem_type`, and the dropout before the head (`classifier_dropout`)."""
+    """How a task model goes to Hugging Face: its `BertFor*` class (its kind's `HF_HEAD`),
+    sequence classification's `problem_type`, and the dropout before the head
+    (`classifier_dropout`)."""
 
-    architecture: str
+    head: hf_architectures.HFHead
     problem: str | None = None
     dropout: float | None = None
 
@@ -64,6 +65,11 @@ def held_model(checkpoint: Checkpoint) -> HeldModel | None:
         if held is not None:
             return held
     return None
+
+
+def hf_task_architectures() -> tuple[str, ...]:
+    """The Hugging Face classes the kinds keep as their task models (their `HF_HEAD`s)."""
+    return tuple(hooks.HF_HEAD.architecture for hooks in checkpoint_hooks())
 
 
 def convert(src: str, dest: str, lower_case: bool | None = None, rules: str | None = None,
@@ -81,22 +87,25 @@ def convert(src: str, dest: str, lower_case: bool | None = None, rules: str | No
         raise ValueError(f"{', '.join(unknown)}: {checkpoint.path} holds {what}"
                          + (" (converted encoder-only)" if encoder_only else ""))
     if held is None:
+        if not encoder_only:  # a head no kind keeps, refused naming those the kinds keep
+            checkpoint.refuse_unkept_heads(hf_task_architectures())
         return conversion.write_model_dir(checkpoint, dest, encoder_only)
     model, provenance = held.build(**{name: options[name] for name in given})
     return write_task_dir(model.network, model.preprocessor, dest, model._task_block(),
                           model.labels, provenance)
 
 
-def hf_task_model(checkpoint, model_class: type, config, labels: LabelVocab | None,
+def hf_task_model(checkpoint, hf_head, model_class: type, config, labels: LabelVocab | None,
                   seq_length: int, dtype=None) -> tuple:
     """The `model_class` model (its kind's `config`, `labels`) of the opened Hugging Face
-    task checkpoint: the encoder built once in `dtype`, it and the head assigned in one
-    check, the preprocessor at `seq_length`. Returns `(model, provenance)`."""
+    task checkpoint of the class `hf_head` (its kind's `HF_HEAD`): the encoder built once in
+    `dtype`, it and the head assigned in one check, the preprocessor at `seq_length`.
+    Returns `(model, provenance)`."""
     from keras_bert.text.preprocessor import BertPreprocessor
 
     encoder = checkpoint.new_encoder(dtype)
     network = model_class._build_network(encoder, config, labels)
-    provenance = checkpoint.assign(encoder, task_head_variables(network))
+    provenance = checkpoint.assign(encoder, task_head_variables(network), hf_head)
     preprocessor = BertPreprocessor(checkpoint.tokenizer(), seq_length=seq_length)
     return model_class(network, preprocessor, labels, config), provenance
 
@@ -139,7 +148,7 @@ def write_hf_task(model, dest: str, lower_case: bool | None, src: str) -> str | 
         f"LABEL_{i}" for i in range(width)]
     tokenizer = model.preprocessor.tokenizer
     return hf_architectures.write_hf_task_dir(
-        dest, model.network.encoder, head.architecture, arrays, names,
+        dest, model.network.encoder, head.head, arrays, names,
         os.path.join(src, "vocab.txt"),
         tokenizer.lower_case if lower_case is None else lower_case,
         problem=head.problem, dropout=head.dropout)

@@ -128,8 +128,10 @@ def export_model(model_dir: str, base_dir: str, rules: str | None = None,
     `base_dir`, as `keras-bert export` does; returns the `ExportedModel` (`ExportedLiteRT`).
     `rules`: tokenizer rules to embed instead of the model's own; `precision`: `float32`,
     `bfloat16` or `float16` (None: the one the model was saved in); `format`: `saved_model`
-    or `litert`; `options`: those of `keras_bert.export.exporter.write_export`."""
+    or `litert`; `options`: those of `keras_bert.export.exporter.write_export`, and the
+    kind's own by name (`pooling="mean"`: `TextTaskModel.export_options`)."""
     from keras_bert.export.exporter import EXPORT_PRECISIONS, write_export
+    from keras_bert.tasks.export_options import exporter_options
     from keras_bert.tasks.registry import task_class
 
     if precision is not None and precision not in EXPORT_PRECISIONS:
@@ -140,4 +142,4 @@ def export_model(model_dir: str, base_dir: str, rules: str | None = None,
         raise ValueError("the LiteRT export computes in float32; choose --quantize "
                          "float16|int8 instead of --precision")
     model = task_class(saved.kind)._restore(saved, EXPORT_PRECISIONS.get(precision))
-    return write_export(model, base_dir, format, **options)
+    return write_export(model, base_dir, format, **exporter_options(model, options))

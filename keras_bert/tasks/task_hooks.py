@@ -22,7 +22,7 @@ class TaskHooks(abc.ABC):
     - `_stream(rows, batch_size, seed, drop_remainder, batching)`: their training batches;
     - `_score(rows, batch_size, train)`: the task metrics on rows;
     - `_requests(x)`: the `serving_default` inputs for `x`;
-    - `_build_serving(preprocessor, **options)`: the export's functions.
+    - `_build_serving(preprocessor, options)`: the export's functions.
 
     May (the defaults below; a kind overrides what differs):
 
@@ -69,9 +69,10 @@ class TaskHooks(abc.ABC):
         """The `serving_default` inputs for `x`."""
 
     @abc.abstractmethod
-    def _build_serving(self, preprocessor, **options):
+    def _build_serving(self, preprocessor, options=None):
         """The kind's `ServingModule` around `preprocessor`; `options`: the kind's export
-        options (a `ValueError` for one it does not take: `serving.no_options`)."""
+        options (None, or its class's `export_options_class`, checked by
+        `serving_functions`: `tasks/export_options.py`)."""
 
     @classmethod
     def _from_settings(cls, settings, train: list, train_file: str):

@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.tasks.batches import Batching
+from keras_bert.tasks.export_options import build_options, checked_options, exporter_options
 from keras_bert.tasks.fitting import (
     brings_loss,
     check_fit_arguments,
@@ -69,6 +70,7 @@ class TextTaskModel(TaskHooks, keras.Model):
     kind: ClassVar[str] = ""
     config_class: ClassVar[type] = type(None)
     labelled: ClassVar[bool] = False  # has label names (labels.txt)
+    export_options_class: ClassVar[type | None] = None  # tasks/export_options.py
 
     def __init__(self, network, preprocessor, labels=None, config=None, **kwargs):
         kwargs.setdefault("dtype", network.dtype_policy)
@@ -104,8 +106,7 @@ class TextTaskModel(TaskHooks, keras.Model):
 
     @classmethod
     def _restore(cls, saved, dtype=None):
-        """This kind's model from a `read_task_dir` result, its encoder in `dtype` (None:
-        the recorded precision)."""
+        """This kind's model from `read_task_dir`'s result, its encoder in `dtype` or saved."""
         from keras_bert.tasks.task_dir import load_head_weights
 
         if cls.labelled and saved.labels is None:
@@ -335,15 +336,19 @@ class TextTaskModel(TaskHooks, keras.Model):
             self._serving = kept
 
     def serving_functions(self, seq_length: int | None = None,
-                          max_length: int | None = None, **options):
-        """The functions of this model's export (a `keras_bert.tasks.serving.ServingModule`)
-        around its own preprocessor, padded to `seq_length` or to each batch's longest
-        text, truncated at `seq_length`, else `max_length`, else the training length.
-        `options`: the kind's export options (`pooling` for embedders,
-        `null_score_threshold` for question answerers)."""
+                          max_length: int | None = None, options=None):
+        """This model's export functions (a `keras_bert.tasks.serving.ServingModule`) around
+        its preprocessor, padded to `seq_length` or each batch's longest text, truncated at
+        `seq_length`, else `max_length`, else the training length; `options`: the kind's
+        export options (`export_options`; None: its defaults)."""
         preprocessor = self.preprocessor.with_length(
             seq_length, seq_length or max_length or self.preprocessor.max_length)
-        return self._build_serving(preprocessor, **options)
+        return self._build_serving(preprocessor, checked_options(type(self), options))
+
+    @classmethod
+    def export_options(cls, **flags):
+        """The kind's export options from flags by name (`tasks/export_options.py`)."""
+        return build_options(cls, flags)
 
     def _served(self):
         """The serving functions `predict` and the kinds' answers run, built once (a kind
@@ -374,12 +379,12 @@ class TextTaskModel(TaskHooks, keras.Model):
 
     def export(self, base_dir: str, format: str = "saved_model", **options) -> str:
         """Writes the next version under `base_dir` from this model as it is in memory, as
-        `keras-bert export` does from its directory; returns its path. `format`:
-        `saved_model` (TF Serving; options of `keras_bert.export.exporter.write_version`)
-        or `litert` (one `.tflite` file; options of `keras_bert.export.litert.write_litert`)."""
+        `keras-bert export` does; returns its path. `format`: `saved_model` (TF Serving;
+        options of `keras_bert.export.exporter.write_version`) or `litert` (one `.tflite`
+        file; options of `keras_bert.export.litert.write_litert`); the kind's by name."""
         from keras_bert.export.exporter import write_export
 
-        return write_export(self, base_dir, format, **options).path
+        return write_export(self, base_dir, format, **exporter_options(self, options)).path
 
     def in_precision(self, policy: str):
         """This model computing in the Keras dtype policy `policy` (itself, or a copy with

@@ -1,5 +1,6 @@
 """`QuestionAnswererConfig`: the typed settings of an extractive question answerer, written
-into a model directory's task block by `block` alone and read back by `from_block` alone."""
+into a model directory's task block by `block` alone and read back by `from_block` alone;
+and `AnswererExportOptions`, what its export takes besides every export's options."""
 
 from __future__ import annotations
 
@@ -57,3 +58,15 @@ class QuestionAnswererConfig:
                    version_2=bool(block.get("version_2", False)),
                    max_answer_length=int(block.get("max_answer_length", 30)),
                    dropout=block.get("dropout"))
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswererExportOptions:
+    """A question answerer's export options (`keras-bert export --null-score-threshold`,
+    `export(null_score_threshold=...)`): a SQuAD v2.0 answerer answers "" when the null
+    score beats the best span by more than `null_score_threshold`."""
+
+    null_score_threshold: float = 0.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "null_score_threshold", float(self.null_score_threshold))

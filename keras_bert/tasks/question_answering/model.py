@@ -21,13 +21,16 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.tasks.batches import examples_dataset, featurise_in_chunks
-from keras_bert.tasks.question_answering.config import QuestionAnswererConfig
+from keras_bert.tasks.question_answering.config import (
+    AnswererExportOptions,
+    QuestionAnswererConfig,
+)
 from keras_bert.tasks.question_answering.metrics import squad_em_f1
 from keras_bert.tasks.question_answering.network import BertQuestionAnswerer
 from keras_bert.tasks.question_answering.question_windows import question_windows
 from keras_bert.tasks.question_answering.serving import QuestionAnswererServing
 from keras_bert.tasks.question_answering.squad import read_questions, read_squad, squad_examples
-from keras_bert.tasks.serving import PREDICT_BATCH, no_options, run_in_batches, text_of
+from keras_bert.tasks.serving import PREDICT_BATCH, run_in_batches, text_of
 from keras_bert.tasks.task_model import TextTaskModel
 from keras_bert.training.distribution import distributed_builder
 
@@ -47,6 +50,7 @@ class QuestionAnswerer(TextTaskModel):
 
     kind = "squad"
     config_class = QuestionAnswererConfig
+    export_options_class = AnswererExportOptions
 
     @classmethod
     @distributed_builder
@@ -133,16 +137,15 @@ class QuestionAnswerer(TextTaskModel):
         return {"question": [ex.question for ex in rows],
                 "context": [ex.context for ex in rows]}
 
-    def _build_serving(self, preprocessor, null_score_threshold: float | None = None,
-                       **options):
+    def _build_serving(self, preprocessor, options: AnswererExportOptions | None = None):
         """`answer`, `start`, `end`, `score`, `has_answer` from `question` and `context`
-        (`null_score_threshold`: SQuAD v2.0's "no answer" margin, default 0)."""
-        no_options(self, options)
+        (the options' `null_score_threshold`: SQuAD v2.0's "no answer" margin, default 0)."""
+        options = options or AnswererExportOptions()
         config = self.config.at_length(self.preprocessor.seq_length)
         return QuestionAnswererServing(
             self.network, preprocessor, max_query_length=config.max_query_length,
             doc_stride=config.doc_stride, allow_no_answer=self.config.version_2,
-            null_score_threshold=float(null_score_threshold or 0.0),
+            null_score_threshold=options.null_score_threshold,
             max_answer_length=self.config.max_answer_length)
 
     # ----- the job layer ------------------------------------------------------------------

@@ -19,12 +19,12 @@ reads text pairs. Back to Hugging Face (`hf_head`), a classifier on the pooler's
 from __future__ import annotations
 
 from keras_bert.checkpoints.hf_architectures import (
-    SEQUENCE,
+    HFHead,
     HuggingFaceCheckpoint,
     classifier_dropout,
     hf_label_names,
 )
-from keras_bert.checkpoints.mapping import assign_checked
+from keras_bert.checkpoints.mapping import Rule, assign_checked
 from keras_bert.checkpoints.opened import ModelGardenCheckpoint
 from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.task_conversion import (
@@ -37,6 +37,10 @@ from keras_bert.tasks.task_conversion import (
 from keras_bert.tasks.text_classification.model import TextClassifier, TextRegressor
 from keras_bert.tasks.text_classification.multilabel import MultiLabelClassifier
 
+# Hugging Face's class: its head is `classifier`, on the pooler's output.
+HF_HEAD = HFHead("BertForSequenceClassification",
+                 (Rule("head/kernel", "classifier.weight", transpose=True),
+                  Rule("head/bias", "classifier.bias")), pooler=True)
 # Hugging Face's `problem_type` -> the class of its kind.
 PROBLEM_TYPES = {"single_label_classification": TextClassifier,
                  "regression": TextRegressor,
@@ -50,7 +54,8 @@ MAX_SEQ_LENGTH = 512
 
 def read_head(checkpoint) -> HeldModel | None:
     """The classifier (or regressor) the opened `checkpoint` holds, or None."""
-    if isinstance(checkpoint, HuggingFaceCheckpoint) and checkpoint.architecture == SEQUENCE:
+    if (isinstance(checkpoint, HuggingFaceCheckpoint)
+            and checkpoint.architecture == HF_HEAD.architecture):
         return _hugging_face(checkpoint)
     if isinstance(checkpoint, ModelGardenCheckpoint):
         return _model_garden(checkpoint)
@@ -73,7 +78,7 @@ def _hugging_face(checkpoint: HuggingFaceCheckpoint) -> HeldModel:
 
     def build(dtype=None, pair: bool = False):
         settings = model_class.config_class(pair=bool(pair), pooling="pooled", dropout=dropout)
-        return hf_task_model(checkpoint, model_class, settings, labels,
+        return hf_task_model(checkpoint, HF_HEAD, model_class, settings, labels,
                              checkpoint.serving_length(), dtype)
 
     return HeldModel(model_class, build, options=("pair",))
@@ -113,7 +118,7 @@ def hf_head(model, source: str) -> HFTaskHead:
     pooling than the pooler's output has no equivalent there (a `ValueError`)."""
     if model.network.pooling != "pooled":
         raise ValueError(f"{source}: a {type(model).__name__} on {model.network.pooling} "
-                         f"pooling has no {SEQUENCE} equivalent (it classifies the pooler's "
-                         "output); pass --encoder-only to write the encoder alone")
+                         f"pooling has no {HF_HEAD.architecture} equivalent (it classifies "
+                         "the pooler's output); pass --encoder-only to write the encoder alone")
     (problem,) = [name for name, cls in PROBLEM_TYPES.items() if cls is type(model)]
-    return HFTaskHead(SEQUENCE, problem, model.config.dropout)
+    return HFTaskHead(HF_HEAD, problem, model.config.dropout)

@@ -30,7 +30,6 @@ from keras_bert.tasks.readers import TextExample, read_stdin_examples
 from keras_bert.tasks.serving import (
     PREDICT_BATCH,
     ServingModule,
-    no_options,
     run_in_batches,
     text_of,
 )
@@ -183,9 +182,9 @@ class SentenceModel(TextTaskModel):
         """`text` (and `text_b`) of the texts `x`."""
         return _requests_of(text_examples(x, self.pair, "x"))
 
-    def _build_serving(self, preprocessor, **options):
-        """The export's functions: the kind's outputs, windows aggregated as it says."""
-        no_options(self, options)
+    def _build_serving(self, preprocessor, options=None):
+        """The export's functions: the kind's outputs, windows aggregated as it says (no
+        export options)."""
         names = None if self.labels is None else self.labels.names
         return sentence_serving(self.network, preprocessor, self.config, self._outputs(),
                                 self._window_aggregate(), names)

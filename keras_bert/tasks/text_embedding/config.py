@@ -1,5 +1,6 @@
 """`TextTextEmbedderConfig`: the typed settings of a text embedder, written into a model
-directory's task block by `block` alone and read back by `from_block` alone."""
+directory's task block by `block` alone and read back by `from_block` alone; and
+`EmbedderExportOptions`, what its export takes besides every export's options."""
 
 from __future__ import annotations
 
@@ -44,3 +45,12 @@ class TextEmbedderConfig:
         return cls(pooling=block.get("pooling") or DIRECTORY_POOLING,
                    normalize=bool(block.get("normalize", False)),
                    reading=LongTextReading.from_block(block.get("long_text")))
+
+
+@dataclasses.dataclass(frozen=True)
+class EmbedderExportOptions:
+    """An embedder's export options (`keras-bert export --pooling`, `export(pooling=...)`):
+    `pooling`, the `embedding` output's pooling instead of the model's own (its
+    normalization kept); None: the model's."""
+
+    pooling: str | None = None

@@ -25,9 +25,8 @@ import tensorflow as tf
 from keras_bert.config import DEFAULT_SEQ_LENGTH, LongTextReading
 from keras_bert.tasks.batches import examples_dataset, featurise_in_chunks
 from keras_bert.tasks.inputs import text_examples
-from keras_bert.tasks.serving import no_options
 from keras_bert.tasks.task_model import TextTaskModel
-from keras_bert.tasks.text_embedding.config import TextEmbedderConfig
+from keras_bert.tasks.text_embedding.config import EmbedderExportOptions, TextEmbedderConfig
 from keras_bert.tasks.text_embedding.network import BertEmbedder
 from keras_bert.tasks.text_embedding.serving import embedding_serving
 from keras_bert.training.distribution import distributed_builder
@@ -48,6 +47,7 @@ class TextEmbedder(TextTaskModel):
 
     kind = "embed"
     config_class = TextEmbedderConfig
+    export_options_class = EmbedderExportOptions
 
     @classmethod
     @distributed_builder
@@ -82,10 +82,10 @@ class TextEmbedder(TextTaskModel):
         """No Keras loss: the embedder's in-batch-negatives loss is `compute_loss`."""
         return None, None
 
-    def _build_serving(self, preprocessor, pooling: str | None = None, **options):
-        """`embedding` (the model's vector; `pooling` replaces its pooling, keeping its
-        normalization) and `pooled_output`."""
-        no_options(self, options)
+    def _build_serving(self, preprocessor, options: EmbedderExportOptions | None = None):
+        """`embedding` (the model's vector; the options' `pooling` replaces its pooling,
+        keeping its normalization) and `pooled_output`."""
+        pooling = None if options is None else options.pooling
         return embedding_serving(self.network, preprocessor, self.config.reading, pooling)
 
     def fit(self, x=None, y=None, validation_data=None, **kwargs):

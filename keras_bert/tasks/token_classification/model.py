@@ -29,7 +29,7 @@ from keras_bert.tasks.batches import examples_dataset, featurise_in_chunks
 from keras_bert.tasks.inputs import as_list, as_text, class_ids, label_names
 from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.readers import no_rows, read_rows, stdin_lines
-from keras_bert.tasks.serving import PREDICT_BATCH, no_options, run_in_batches, text_of
+from keras_bert.tasks.serving import PREDICT_BATCH, run_in_batches, text_of
 from keras_bert.tasks.task_model import TextTaskModel
 from keras_bert.tasks.token_classification import conll
 from keras_bert.tasks.token_classification.config import TokenClassifierConfig
@@ -153,9 +153,8 @@ class TokenClassifier(TextTaskModel):
         """`text`: each sentence's words joined by spaces."""
         return {"text": [" ".join(words) for words in word_lists(x)]}
 
-    def _build_serving(self, preprocessor, **options):
-        """Word-level `labels`, `scores`, byte offsets from `text`."""
-        no_options(self, options)
+    def _build_serving(self, preprocessor, options=None):
+        """Word-level `labels`, `scores`, byte offsets from `text` (no export options)."""
         return TokenClassifierServing(self.network, preprocessor, list(self.labels.names),
                                       self._doc_stride())
 
