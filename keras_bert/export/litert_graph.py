@@ -42,7 +42,7 @@ from keras_bert.text.packer import BertPacker
 
 
 class LiteRTGraph(tf.Module):
-    """The LiteRT export's functions for a sentence-level `ServingModule` `module` (single
+    """The LiteRT export's functions for a `SentenceServing` `module` (single
     texts, or with `pair` sentence pairs; truncated reading); texts longer than its
     `max_length` are truncated, as the SavedModel truncates them."""
 

@@ -23,7 +23,7 @@ from keras_bert.text.sentence_windows import TOKEN_MEAN
 
 
 class WindowedGraph(LiteRTGraph):
-    """`serving_default` and `preprocess` of a windowed sentence-level `ServingModule`
+    """`serving_default` and `preprocess` of a windowed `SentenceServing`
     `module` (single texts, or with `pair` sentence pairs); `serve_ids` is `LiteRTGraph`'s
     (one row each, no aggregation)."""
 

@@ -4,7 +4,12 @@
       registry.py          the table of kind names (no TensorFlow) and the class of each
       task_model.py        TextTaskModel: fit / evaluate / predict / save / load / export
       task_dir.py          the model directory of a fine-tuned model (head weights, labels)
-      serving.py           ServingModule: raw strings -> the model -> named outputs
+      serving.py           the export graph (TensorFlow): ServingModule, the contract of a
+                           kind's serving functions, and SentenceServing, the sentence kinds'
+      in_process.py        the in-process engine: the serving functions answering predict,
+                           evaluate, keras-bert predict and encode, in batches, decoded
+      network_call.py      the network called on each backend (a Keras call in the graph on
+                           TensorFlow; predict_on_batch on padded NumPy arrays on JAX)
       sources.py           what from_pretrained reads, in memory
       task_conversion.py   task models from and to other checkpoint layouts
       batches.py, fitting.py, inputs.py, labels.py, readers.py   shared parts

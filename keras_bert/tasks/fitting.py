@@ -1,6 +1,6 @@
 """What `TextTaskModel.fit` runs beside the Keras loop: its arguments' checks, the training
-loop over the kind's rows (`fit_rows`), the checkpoint a resumable fit saves and compares,
-and the strings of `predict`'s answers."""
+loop over the kind's rows (`fit_rows`) and the checkpoint a resumable fit saves and
+compares."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import dataclasses
 import hashlib
 import json
 
-import numpy as np
 import tensorflow as tf
 
 from keras_bert.tasks.batches import Batching
@@ -123,11 +122,3 @@ def describe_optimizer(optimizer) -> dict:
     """The optimizer's class and settings (not its generated name), as JSON values."""
     config = {k: v for k, v in optimizer.get_config().items() if k != "name"}
     return json.loads(json.dumps({type(optimizer).__name__: config}, default=str))
-
-
-def strings(value: np.ndarray) -> np.ndarray:
-    """A serving output with its bytes decoded to `str` (other outputs as they are)."""
-    if value.dtype == object:
-        return np.vectorize(lambda b: b.decode("utf-8") if isinstance(b, bytes) else b,
-                            otypes=[object])(value).astype(str)
-    return value

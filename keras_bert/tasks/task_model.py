@@ -39,10 +39,9 @@ from keras_bert.tasks.fitting import (
     fit_checkpoint,
     fit_rows,
     pair_of,
-    strings,
 )
+from keras_bert.tasks.in_process import PREDICT_BATCH, decoded, run_in_batches
 from keras_bert.tasks.registry import task_class
-from keras_bert.tasks.serving import PREDICT_BATCH, run_in_batches
 from keras_bert.tasks.task_hooks import TaskHooks
 from keras_bert.training import backends
 from keras_bert.training.distribution import distributed_builder, undistributed
@@ -289,7 +288,7 @@ class TextTaskModel(TaskHooks, keras.Model):
         with undistributed():  # whole batches, a partial last one too (JAX)
             outputs = run_in_batches(self._served().text_function(), self._requests(x),
                                      int(batch_size or PREDICT_BATCH))
-        return {name: strings(value) for name, value in outputs.items()}
+        return {name: decoded(value) for name, value in outputs.items()}
 
     # ----- what the job layer, the exporters and the command line call --------------------
 

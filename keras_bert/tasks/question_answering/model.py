@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.tasks.batches import examples_dataset, featurise_in_chunks
+from keras_bert.tasks.in_process import PREDICT_BATCH, run_in_batches, text_of
 from keras_bert.tasks.question_answering.config import (
     AnswererExportOptions,
     QuestionAnswererConfig,
@@ -30,7 +31,6 @@ from keras_bert.tasks.question_answering.network import BertQuestionAnswerer
 from keras_bert.tasks.question_answering.question_windows import question_windows
 from keras_bert.tasks.question_answering.serving import QuestionAnswererServing
 from keras_bert.tasks.question_answering.squad import read_questions, read_squad, squad_examples
-from keras_bert.tasks.serving import PREDICT_BATCH, run_in_batches, text_of
 from keras_bert.tasks.task_model import TextTaskModel
 from keras_bert.training.distribution import distributed_builder
 

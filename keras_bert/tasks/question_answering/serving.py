@@ -74,7 +74,7 @@ class QuestionAnswererServing(ServingModule):
         self.decoding = dict(n_best=int(n_best), max_answer_length=int(max_answer_length),
                              allow_no_answer=bool(allow_no_answer),
                              null_score_threshold=float(null_score_threshold))
-        super().__init__(model, preprocessor, self._ids_outputs, pair=True)
+        super().__init__(model, preprocessor, self._ids_outputs)
         self.max_query_length = int(max_query_length)
         self.doc_stride = int(doc_stride)
 

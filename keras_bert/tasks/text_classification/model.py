@@ -25,14 +25,10 @@ import tensorflow as tf
 
 from keras_bert.config import DEFAULT_SEQ_LENGTH, LongTextReading
 from keras_bert.tasks.batches import examples_dataset, featurise_in_chunks
+from keras_bert.tasks.in_process import PREDICT_BATCH, run_in_batches, text_of
 from keras_bert.tasks.inputs import class_ids, label_names, scores, text_examples
 from keras_bert.tasks.readers import TextExample, read_stdin_examples
-from keras_bert.tasks.serving import (
-    PREDICT_BATCH,
-    ServingModule,
-    run_in_batches,
-    text_of,
-)
+from keras_bert.tasks.serving import SentenceServing
 from keras_bert.tasks.task_model import TextTaskModel
 from keras_bert.tasks.text_classification import metrics, readers
 from keras_bert.tasks.text_classification.config import TextClassificationConfig
@@ -169,12 +165,12 @@ class SentenceModel(TextTaskModel):
             stream, _ = self._stream(rows, batch_size)
             logits = np.asarray(self.network.predict(stream.map(lambda x, y: x), verbose=0))
         else:
-            module = ServingModule(self.network, self.preprocessor,
-                                   lambda outputs, _: {"logits": outputs},
-                                   pair=rows[0].text_b is not None,
-                                   reading=self.config.reading,
-                                   aggregate=self._window_aggregate())
-            logits = run_in_batches(module.traced("serving_default"), _requests_of(rows),
+            module = SentenceServing(self.network, self.preprocessor,
+                                     lambda outputs, _: {"logits": outputs},
+                                     pair=rows[0].text_b is not None,
+                                     reading=self.config.reading,
+                                     aggregate=self._window_aggregate())
+            logits = run_in_batches(module.text_function(), _requests_of(rows),
                                     batch_size)["logits"]
         return self._task_metrics(gold, logits, train)
 
@@ -185,9 +181,8 @@ class SentenceModel(TextTaskModel):
     def _build_serving(self, preprocessor, options=None):
         """The export's functions: the kind's outputs, windows aggregated as it says (no
         export options)."""
-        names = None if self.labels is None else self.labels.names
         return sentence_serving(self.network, preprocessor, self.config, self._outputs(),
-                                self._window_aggregate(), names)
+                                self._window_aggregate())
 
     # ----- the job layer ------------------------------------------------------------------
 

@@ -32,10 +32,10 @@ import dataclasses
 import keras
 import numpy as np
 
+from keras_bert.tasks.in_process import PREDICT_BATCH, text_of
 from keras_bert.tasks.inputs import label_names, label_sets, text_examples
 from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.readers import TextExample
-from keras_bert.tasks.serving import PREDICT_BATCH, text_of
 from keras_bert.tasks.task_model import DEFAULT_BATCH_SIZE
 from keras_bert.tasks.text_classification import readers
 from keras_bert.tasks.text_classification.config import MultiLabelConfig

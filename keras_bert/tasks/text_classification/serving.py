@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.tasks.serving import ServingModule, float_logits
+from keras_bert.tasks.serving import SentenceServing, float_logits
 
 
-def sentence_serving(network, preprocessor, config, outputs_fn, aggregate: str,
-                     label_names=None) -> ServingModule:
-    """The `ServingModule` of a sentence-level model: single texts or pairs (`config.pair`),
-    read as `config.reading` says, windows' outputs aggregated by `aggregate`."""
-    return ServingModule(network, preprocessor, outputs_fn, pair=config.pair,
-                         reading=config.reading, aggregate=aggregate, label_names=label_names)
+def sentence_serving(network, preprocessor, config, outputs_fn,
+                     aggregate: str) -> SentenceServing:
+    """The `SentenceServing` of a sentence-level model: single texts or pairs
+    (`config.pair`), read as `config.reading` says, windows' outputs aggregated by
+    `aggregate`."""
+    return SentenceServing(network, preprocessor, outputs_fn, pair=config.pair,
+                           reading=config.reading, aggregate=aggregate)
 
 
 def classification_outputs(label_names: list[str]):

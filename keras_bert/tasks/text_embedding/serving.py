@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.tasks.serving import ServingModule
+from keras_bert.tasks.serving import SentenceServing
 from keras_bert.tasks.text_embedding.network import BertEmbedder, embedding_network
 from keras_bert.text.sentence_windows import TOKEN_MEAN
 
@@ -24,15 +24,15 @@ def embedding_outputs(normalize: bool = False):
 
 
 def embedding_serving(network: BertEmbedder, preprocessor, reading,
-                      pooling: str | None = None) -> ServingModule:
-    """The `ServingModule` of an embedder: `network`'s vectors (`pooling` replaces its
+                      pooling: str | None = None) -> SentenceServing:
+    """The `SentenceServing` of an embedder: `network`'s vectors (`pooling` replaces its
     pooling, keeping its normalization), texts read as `reading` says."""
     pooling = pooling or network.pooling
     if reading.windowed:  # the windows' vectors are averaged first, normalized after
         unnormalized = BertEmbedder(network.encoder, pooling=pooling, normalize=False)
-        return ServingModule(embedding_network(unnormalized), preprocessor,
-                             embedding_outputs(normalize=network.normalize),
-                             reading=reading, aggregate=TOKEN_MEAN)
+        return SentenceServing(embedding_network(unnormalized), preprocessor,
+                               embedding_outputs(normalize=network.normalize),
+                               reading=reading, aggregate=TOKEN_MEAN)
     if pooling != network.pooling:
         network = BertEmbedder(network.encoder, pooling=pooling, normalize=network.normalize)
-    return ServingModule(embedding_network(network), preprocessor, embedding_outputs())
+    return SentenceServing(embedding_network(network), preprocessor, embedding_outputs())

@@ -26,10 +26,10 @@ import tensorflow as tf
 
 from keras_bert.config import DEFAULT_SEQ_LENGTH, default_doc_stride
 from keras_bert.tasks.batches import examples_dataset, featurise_in_chunks
+from keras_bert.tasks.in_process import PREDICT_BATCH, run_in_batches, text_of
 from keras_bert.tasks.inputs import as_list, as_text, class_ids, label_names
 from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.readers import no_rows, read_rows, stdin_lines
-from keras_bert.tasks.serving import PREDICT_BATCH, run_in_batches, text_of
 from keras_bert.tasks.task_model import TextTaskModel
 from keras_bert.tasks.token_classification import conll
 from keras_bert.tasks.token_classification.config import TokenClassifierConfig

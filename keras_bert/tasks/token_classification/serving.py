@@ -29,6 +29,7 @@ and `scores` (`token_label_outputs`).
 
 from __future__ import annotations
 
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.tasks.serving import ServingModule, float_logits
@@ -60,7 +61,7 @@ def token_label_outputs(label_names: list[str]):
 
 class TokenClassifierServing(ServingModule):
     """`ServingModule` for a `BertTokenClassifier`: word-level labels from raw text (see the
-    module docstring for the outputs).
+    module docstring for the outputs); `serve_ids` gives per-position labels.
 
     Args:
       model: the `BertTokenClassifier` (logits `[batch, seq, tags]`).
@@ -126,6 +127,10 @@ class TokenClassifierServing(ServingModule):
     def text_endpoint(self):
         """`serving_default`: `text` -> word-level labels."""
         return self.tag, [tf.TensorSpec([None], tf.string, name="text")]
+
+    def warmup_inputs(self, texts) -> dict:
+        """A warmup request: `texts` as they are."""
+        return {"text": np.asarray(texts, dtype=object)}
 
     def preprocess_endpoint(self):
         """`preprocess`: `text` -> the windows' model inputs and where each word is read."""

@@ -130,7 +130,7 @@ def test_predict_command_truncates_at_seq_length_for_its_answers_only(trained, t
     import json
 
     from keras_bert.cli import main
-    from keras_bert.tasks.serving import run_in_batches
+    from keras_bert.tasks.in_process import run_in_batches
 
     clf, (texts, _) = trained
     long = [f"{t} {t}" for t in texts[:5]]  # 8 to 16 words: over 8 pieces, under SEQ
