@@ -11,6 +11,7 @@ import json
 import os
 import random
 import re
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -216,3 +217,16 @@ def test_load_mixed_sizes_with_malformed_requests(malformed_share, serve, export
     assert len(latencies) + refused == CLIENTS * REQUESTS
     assert (refused > 0) == (malformed_share > 0)
     assert served.process.poll() is None
+
+
+def test_serve_stops_cleanly_on_sigterm(serve):
+    """Last in this file: the module's server process, asked to stop (moved here from
+    `test_server.py`, whose own `keras-bert serve` process now starts only for its slow
+    load test: one fresh process, ~9 s on 2 busy cores, fewer in the README's tier)."""
+    served, grpc_address, _, _ = serve
+    with GrpcClient(grpc_address, "bert") as client:
+        assert client.status()["model_version_status"][0]["state"] == "AVAILABLE"
+    served.process.send_signal(signal.SIGTERM)
+    assert served.process.wait(30) == 0
+    time.sleep(0.2)
+    assert any("stopping" in line for line in served.lines)

@@ -13,6 +13,7 @@ import keras
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import save_model_dir
 from keras_bert.environment import user_environment
+from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.registry import task_class
 from tests.export.run_session_bundle import load_arrays, save_arrays
@@ -113,3 +114,13 @@ def run_fresh_many(export_dir, requests, tmp_path) -> list[dict]:
     for outputs in answers:
         assert "error" not in outputs, outputs
     return answers
+
+
+def run_in_session_many(export_dir, requests) -> list[dict]:
+    """`run_fresh_many`'s answers through the same loader (`SessionBundle`: Session +
+    SaverDef) in this process: no fresh TensorFlow (~10 s on 2 busy cores), so the README's
+    tier reads an export's answers this way and the slow tier in a fresh process (which also
+    proves that TF Text's kernel libraries alone serve it; the op audit is that proof's
+    fast guard)."""
+    with SessionBundle(str(export_dir)) as bundle:
+        return [bundle.run(signature, inputs) for signature, inputs in requests]

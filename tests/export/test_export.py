@@ -12,7 +12,7 @@ from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.export.versions import atomic_version_dir, existing_versions
 from keras_bert.export.warmup import predict_log, read_warmup
 from keras_bert.tasks.task_dir import export_model
-from tests.export.helpers import run_fresh_many
+from tests.export.helpers import run_fresh_many, run_in_session_many
 from tests.support.reference import minilm_dir
 
 TEXTS = ["Call me Ishmael.", "", "Naïve café owners ate crème brûlée — twice!",
@@ -74,20 +74,37 @@ def test_warmup_records_are_tf_servings_own_protos():
     assert not got.predict_log.HasField("response")
 
 
-def test_fresh_process_reproduces_the_keras_model(exported, model_dir, tmp_path):
-    # Encoder exports truncate at 512 tokens by default; the long text needs more than 128.
-    # The reference: the Keras encoder on the model's preprocessor, mean-pooled in NumPy.
+def _check_answers(model_dir, run_many):
+    """`run_many(requests)` (a loader of the export) answers as the Keras model does.
+
+    Encoder exports truncate at 512 tokens by default; the long text needs more than 128.
+    The reference: the Keras encoder on the model's preprocessor, mean-pooled in NumPy."""
     inputs = model_dir.preprocessor().with_length(None, 512)(tf.constant(TEXTS))
     sequence = model_dir.load_encoder()(inputs)["sequence_output"].numpy()
     mask = inputs["input_mask"].numpy()[..., None].astype(np.float64)
     expected = (sequence * mask).sum(axis=1) / mask.sum(axis=1)
-    got, by_ids = run_fresh_many(exported.path, [
+    got, by_ids = run_many([
         ("serving_default", {"text": np.array(TEXTS, dtype=object)}),
-        ("serve_ids", {k: v.numpy() for k, v in inputs.items()})], tmp_path)
+        ("serve_ids", {k: v.numpy() for k, v in inputs.items()})])
     np.testing.assert_allclose(got["embedding"], expected, atol=1e-5)
     # The id signature gives the same answers for the same packed ids.
     # (Grappler optimises each signature's graph on its own: float sums may reorder.)
     np.testing.assert_allclose(by_ids["embedding"], got["embedding"], atol=1e-5)
+
+
+def test_the_session_loader_reproduces_the_keras_model(exported, model_dir):
+    """TF Serving's loader path (`SessionBundle`) in this process: the README tier's guard of
+    the fresh-process test below."""
+    _check_answers(model_dir, lambda requests: run_in_session_many(exported.path, requests))
+
+
+# ~12 s more than the test above on a busy 2-core Zen 4 (a fresh TensorFlow process): the
+# same answers, in a process without keras_bert; the README's tier keeps the test above and
+# the op audit of every export (`tests/export/test_op_audit.py`).
+@pytest.mark.slow
+def test_fresh_process_reproduces_the_keras_model(exported, model_dir, tmp_path):
+    _check_answers(model_dir, lambda requests: run_fresh_many(exported.path, requests,
+                                                              tmp_path))
 
 
 def test_versions_are_atomic_and_never_overwritten(model_dir, tmp_path):

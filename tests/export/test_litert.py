@@ -45,9 +45,13 @@ def _task_dir(root, task: dict, labels=None) -> str:
 
 @pytest.fixture(scope="module")
 def classifier(tmp_path_factory):
-    """A tiny classifier's SavedModel and LiteRT exports (float32)."""
+    """A tiny classifier's SavedModel and LiteRT exports (float32), with the GELU of Google's
+    releases (the tanh approximation: one model for its test and the others; the exact
+    GELU's LiteRT file: `test_a_windowed_file_says_what_it_read_as_the_saved_model` here and
+    `test_litert_runtime.py`)."""
     root = tmp_path_factory.mktemp("litert")
-    task_dir = _task_dir(root, {"kind": "classify", "seq_length": SEQ}, LABELS)
+    task_dir = make_tiny_task_dir(root, {"kind": "classify", "seq_length": SEQ}, LABELS,
+                                  vocab_file=uncased_vocab_path(), hidden_act="gelu_approximate")
     saved = export_model(task_dir, str(root / "saved"), target=None)
     lite = export_model(task_dir, str(root / "lite"), format="litert", tokenizer="fast-bert")
     return task_dir, saved, lite
@@ -100,19 +104,15 @@ def test_layout_and_metadata(classifier):
         assert sorted(model.interpreter.get_signature_list()) == sorted(saved.signatures)
 
 
-def test_the_tanh_gelu_of_googles_releases_exports_and_answers_as_the_saved_model(tmp_path):
+def test_the_tanh_gelu_of_googles_releases_exports_and_answers_as_the_saved_model(classifier):
     """A model with Google's GELU (the tanh approximation: `Tanh` and `Pow`) passes the TF
     Serving op audit of every target and answers in LiteRT as its SavedModel."""
     from keras_bert.export.op_audit import TARGETS, check
 
-    task_dir = make_tiny_task_dir(tmp_path, {"kind": "classify", "seq_length": SEQ}, LABELS,
-                                  vocab_file=uncased_vocab_path(), hidden_act="gelu_approximate")
-    saved = export_model(task_dir, str(tmp_path / "saved"))  # audited for the default target
+    _, saved, lite = classifier
     for target in TARGETS:
         report = check(saved.path, target)
         assert report.ok and {"Tanh", "Pow"} <= set(report.ops), target
-    lite = export_model(task_dir, str(tmp_path / "lite"), format="litert",
-                        tokenizer="fast-bert")
     compare(saved.path, lite.path, corpus_lines()[::200] + HARD_CASES[:8])
 
 
