@@ -14,12 +14,16 @@ converted file answers as its graph: `test_litert.py` in this tier (the classifi
 texts read in windows).
 """
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert import BertConfig, BertEncoder
 from keras_bert.tasks.task_model import TextTaskModel
-from tests.export.helpers import make_tiny_task_dir
+from keras_bert.text.preprocessor import BertPreprocessor
+from keras_bert.text.tokenizer import BertTokenizer
+from tests.export.helpers import task_model
 from tests.support.tokenizer_parity import uncased_vocab_path
 
 pytest.importorskip("ai_edge_litert")
@@ -58,13 +62,26 @@ def _assert_same(got: dict, want: dict) -> None:
             np.testing.assert_array_equal(got[name], value, err_msg=name)
 
 
-def _model(tmp_path, task: dict, labels=None) -> TextTaskModel:
-    return TextTaskModel.load(make_tiny_task_dir(tmp_path, task, labels,
-                                                 vocab_file=uncased_vocab_path()))
+@pytest.fixture(scope="module")
+def base():
+    """One random encoder (`make_tiny_model_dir`'s size) and the uncased preprocessor, in
+    memory: the graphs under test are built from the task model, so neither test writes and
+    reads back a model directory (half of a test's time on 2 busy cores); both heads share
+    the encoder, as two fine-tunings of one model directory would."""
+    keras.utils.set_random_seed(0)
+    tokenizer = BertTokenizer(uncased_vocab_path(), lower_case=True)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2,
+                        num_heads=4, intermediate_size=64, max_position_embeddings=64)
+    return BertEncoder(config), BertPreprocessor(tokenizer, None, 64)
 
 
-def test_litert_tagger_graph_serves_every_field_as_the_saved_models(tmp_path):
-    got, want = _outputs(_model(tmp_path, {"kind": "tag", "seq_length": 16}, TAGS),
+def _model(base, task: dict, labels=None) -> TextTaskModel:
+    encoder, preprocessor = base
+    return task_model(task, encoder, preprocessor, labels)
+
+
+def test_litert_tagger_graph_serves_every_field_as_the_saved_models(base):
+    got, want = _outputs(_model(base, {"kind": "tag", "seq_length": 16}, TAGS),
                          {"text": TEXTS})
     assert sorted(want) == ["end_offsets", "label_ids", "labels", "num_words", "scores",
                             "start_offsets", "tokens"]
@@ -80,9 +97,8 @@ def test_litert_tagger_graph_serves_every_field_as_the_saved_models(tmp_path):
         assert {w.decode() for w in got["labels"][i, :n]} <= set(TAGS)
 
 
-def test_litert_span_qa_graph_serves_every_field_as_the_saved_models(tmp_path):
-    got, want = _outputs(_model(tmp_path, QA_TASK), {"question": QUESTIONS,
-                                                     "context": CONTEXTS})
+def test_litert_span_qa_graph_serves_every_field_as_the_saved_models(base):
+    got, want = _outputs(_model(base, QA_TASK), {"question": QUESTIONS, "context": CONTEXTS})
     assert sorted(want) == ["answer", "end", "has_answer", "score", "start"]
     _assert_same(got, want)
     # Answers are spans of their contexts at the byte offsets given (or none at all).
