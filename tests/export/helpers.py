@@ -23,6 +23,12 @@ WORDS = ("the a cat dog sat on mat call me ishmael state of union is strong bert
          "smith sailed to sea what").split()
 
 
+# The LiteRT classifier that `test_litert.py` and `test_litert_runtime.py` share
+# (`tests/export/conftest.py`): its sequence length and labels.
+LITERT_SEQ = 32
+LITERT_LABELS = ["fresh", "plot", "rotten"]
+
+
 def make_tiny_model_dir(path, seed: int = 0, max_position_embeddings: int = 64,
                         vocab_file: str | None = None, hidden_act: str = "gelu_exact") -> str:
     """A random encoder, as a keras_bert model dir (initialised from `seed`, so two seeds

@@ -20,14 +20,14 @@ from keras_bert.export.litert import custom_ops
 from keras_bert.export.litert_runtime import LiteRTModel
 from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.tasks.task_dir import export_model
-from tests.export.helpers import make_tiny_task_dir
+from tests.export.helpers import LITERT_LABELS, LITERT_SEQ, make_tiny_task_dir
 from tests.support.tokenizer_parity import corpus_lines, uncased_vocab_path
 from tests.text.test_tokenizer import HARD_CASES
 
 pytest.importorskip("ai_edge_litert")
 
-LABELS = ["fresh", "plot", "rotten"]
-SEQ = 32
+LABELS = LITERT_LABELS
+SEQ = LITERT_SEQ
 IDS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
@@ -44,17 +44,15 @@ def _task_dir(root, task: dict, labels=None) -> str:
 
 
 @pytest.fixture(scope="module")
-def classifier(tmp_path_factory):
+def classifier(litert_classifier_dir, litert_classifier_file, tmp_path_factory):
     """A tiny classifier's SavedModel and LiteRT exports (float32), with the GELU of Google's
     releases (the tanh approximation: one model for its test and the others; the exact
-    GELU's LiteRT file: `test_a_windowed_file_says_what_it_read_as_the_saved_model` here and
-    `test_litert_runtime.py`)."""
-    root = tmp_path_factory.mktemp("litert")
-    task_dir = make_tiny_task_dir(root, {"kind": "classify", "seq_length": SEQ}, LABELS,
-                                  vocab_file=uncased_vocab_path(), hidden_act="gelu_approximate")
-    saved = export_model(task_dir, str(root / "saved"), target=None)
-    lite = export_model(task_dir, str(root / "lite"), format="litert", tokenizer="fast-bert")
-    return task_dir, saved, lite
+    GELU's LiteRT file: `test_a_windowed_file_says_what_it_read_as_the_saved_model`). The
+    task directory and LiteRT file are `tests/export/conftest.py`'s, which
+    `test_litert_runtime.py` reads too."""
+    saved = export_model(litert_classifier_dir,
+                         str(tmp_path_factory.mktemp("litert") / "saved"), target=None)
+    return litert_classifier_dir, saved, litert_classifier_file
 
 
 def _bundle_run(path: str, signature: str, inputs: dict) -> dict:
