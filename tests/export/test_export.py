@@ -28,7 +28,10 @@ def model_dir(minilm_model_dir):
 @pytest.fixture(scope="module")
 def exported(model_dir, tmp_path_factory):
     base = tmp_path_factory.mktemp("serving") / "minilm"
-    return export_model(model_dir.path, str(base), pooling="mean", target=None)
+    # `quantize="none"`, the CLI's default: that it exports is `test_the_saved_model_refuses_
+    # quantize`'s (which needs no export of its own).
+    return export_model(model_dir.path, str(base), pooling="mean", target=None,
+                        quantize="none")
 
 
 def test_layout_and_size(exported):
@@ -189,13 +192,13 @@ def test_exports_embed_the_tokenizer_rules(model_dir, tmp_path):
     assert rows["google"][1] == [cls, unk, sep]
 
 
-def test_the_saved_model_refuses_quantize(tmp_path, capsys):
+def test_the_saved_model_refuses_quantize(exported, tiny_model_dir, tmp_path, capsys):
     """`quantize` is LiteRT's: a SavedModel export given one says why in one line, names the
-    faster form it has, and writes nothing; `none` (the CLI's default) exports."""
+    faster form it has, and writes nothing; `none` (the CLI's default) exports (the module's
+    MiniLM export). The model refused: the session's tiny encoder (`tests/conftest.py`)."""
     from keras_bert.cli import main
-    from tests.export.helpers import make_tiny_task_dir
 
-    task_dir = make_tiny_task_dir(tmp_path, {"kind": "classify", "seq_length": 16}, ["a", "b"])
+    task_dir = tiny_model_dir
     for quantize in ("int8", "float16"):
         with pytest.raises(ValueError, match=r"^quantize: the SavedModel has no int8 form .*"
                                              r"--precision bfloat16"):
@@ -204,4 +207,5 @@ def test_the_saved_model_refuses_quantize(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code != 0 and err.count("\n") == 0 and "--precision bfloat16" in err, err
     assert not (tmp_path / "out").exists() and not (tmp_path / "cli").exists()
-    assert export_model(task_dir, str(tmp_path / "none"), quantize="none").version == 1
+    assert exported.version == 1 and os.path.isfile(os.path.join(exported.path,
+                                                                  "saved_model.pb"))
