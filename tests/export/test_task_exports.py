@@ -18,7 +18,7 @@ from keras_bert.tasks.question_answering.span_decoding import NO_SPAN_SCORE, bes
 from keras_bert.tasks.task_dir import export_model
 from keras_bert.tasks.task_model import TextTaskModel
 from tests.export.helpers import make_tiny_task_dir, run_fresh, run_in_session_many
-from tests.support.devserver import model_server
+from tests.support.devserver import load, model_server
 from tests.tasks.question_answering import reference_squad
 from tests.tasks.token_classification.reference_alignment import align_sentences
 from tests.tasks.token_classification.reference_word_windows import sentence_windows
@@ -129,7 +129,7 @@ def test_tagger_serve_ids_labels_every_position(tagger):
     loaded, exported = tagger
     features = align_sentences(loaded.preprocessor.tokenizer, [s.split() for s in SENTENCES],
                                TAG_SEQ)
-    out = tf.saved_model.load(exported.path).signatures["serve_ids"](
+    out = load(exported.path).signatures["serve_ids"](
         **{k: tf.constant(v) for k, v in features.features().items()})
     logits = np.asarray(loaded.network(features.features(), training=False))
     np.testing.assert_allclose(out["logits"].numpy(), logits, atol=1e-5)
@@ -255,7 +255,7 @@ def test_span_qa_serve_ids_decodes_the_context_only(span_qa):
     _, features, logits = _python_answers(loaded, threshold)
     inputs = {k: tf.constant(np.stack([getattr(f, k) for f in features]))
               for k in ("input_word_ids", "input_mask", "input_type_ids")}
-    out = tf.saved_model.load(exported.path).signatures["serve_ids"](**inputs)
+    out = load(exported.path).signatures["serve_ids"](**inputs)
     np.testing.assert_allclose(out["start_logits"].numpy(), logits["start_logits"], atol=1e-5)
     for i, f in enumerate(features):
         s, e = int(out["start_position"][i]), int(out["end_position"][i])
@@ -271,11 +271,13 @@ def _query(capsys, *argv) -> list[dict]:
 
 
 def test_served_tagger_and_span_qa_answer_the_query_cli(tagger, span_qa, capsys):
+    # The local answers: each export loaded once for this file (`load`: the serve_ids
+    # tests' too).
     _, tag_export = tagger
     _, qa_export, _ = span_qa
-    local_tags = tf.saved_model.load(tag_export.path).signatures["serving_default"](
+    local_tags = load(tag_export.path).signatures["serving_default"](
         text=tf.constant(SENTENCES[:2]))
-    local_qa = tf.saved_model.load(qa_export.path).signatures["serving_default"](
+    local_qa = load(qa_export.path).signatures["serving_default"](
         question=tf.constant(QUESTIONS[:2]), context=tf.constant(CONTEXTS[1:2] * 2))
     with model_server(os.path.dirname(tag_export.path), "tagger", grpc_port=0,
                       rest_port=0) as tags, \
