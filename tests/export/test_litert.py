@@ -197,16 +197,17 @@ def test_ids_only_file(classifier, tmp_path):
 
 
 # ----------------------------------------------------------------------------- bad input
-def test_refuses_what_the_format_cannot_hold(tmp_path, capsys):
+def test_refuses_what_the_format_cannot_hold(tiny_model_dir, tmp_path, capsys):
     """Every kind goes to LiteRT; what is left is refused in one line: a tokenizer that
     keeps literal special tokens (FastBert splits them), no tokenizer choice, SavedModel
-    options."""
+    options. The model: the session's tiny encoder (`tests/conftest.py`), whose vocabulary
+    is neither Google's nor Hugging Face's."""
     from keras_bert.checkpoints import load_model_dir
     from keras_bert.text.preprocessor import BertPreprocessor
     from keras_bert.text.tokenizer import BertTokenizer
-    from tests.export.helpers import make_tiny_model_dir, task_model
+    from tests.export.helpers import task_model
 
-    base = load_model_dir(make_tiny_model_dir(tmp_path / "base"))
+    base = load_model_dir(tiny_model_dir)
     keeps = BertPreprocessor(BertTokenizer(base.preprocessor().tokenizer.vocab,
                                            preserve_special_tokens=True), 16)
     model = task_model({"kind": "classify", "seq_length": 16}, base.load_encoder(), keeps,
@@ -214,8 +215,7 @@ def test_refuses_what_the_format_cannot_hold(tmp_path, capsys):
     with pytest.raises(ValueError, match="keeps literal special tokens") as raised:
         model.export(str(tmp_path / "a"), format="litert", tokenizer="fast-bert")
     assert "\n" not in str(raised.value)
-    task_dir = make_tiny_task_dir(tmp_path / "clf", {"kind": "classify", "seq_length": 16},
-                                  ["a", "b"])
+    task_dir = tiny_model_dir
     with pytest.raises(ValueError, match="xla: not an option of the LiteRT export"):
         export_model(task_dir, str(tmp_path / "d"), format="litert", tokenizer="none", xla=True)
     assert not any(p.exists() for p in (tmp_path / "a", tmp_path / "d"))
