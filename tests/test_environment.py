@@ -44,6 +44,10 @@ def test_importing_keras_bert_first_turns_on_onednn_and_keeps_it_from_children()
     assert found["child"] is None  # another runtime gets the user's environment
 
 
+# ~11 s on a busy 2-core Zen 4 (a fresh process importing TensorFlow); the README's tier keeps
+# the choice itself in process (`test_a_setting_of_the_user_is_never_chosen_over`) and
+# the probe above, which proves TensorFlow reads the variable keras_bert sets before it starts.
+@pytest.mark.slow
 def test_the_users_onednn_setting_wins_and_reaches_children():
     # One probe (each imports TensorFlow: ~15 s on 2 busy cores): "0", the setting that
     # differs from ours; that a user's "1" reaches a child is the unit test's below.
@@ -51,6 +55,21 @@ def test_the_users_onednn_setting_wins_and_reaches_children():
     assert (found["onednn"], found["mkl"]) == ("0", False)
     assert "TF_ENABLE_ONEDNN_OPTS" not in found["chosen"]
     assert found["child"] == "0"
+
+
+def test_a_setting_of_the_user_is_never_chosen_over(monkeypatch):
+    """`choose_defaults` with the user's "0" (the probe above, in process): kept, not
+    recorded as ours, and handed to a child; the variables the user left alone are ours."""
+    monkeypatch.setattr(environment, "CHOSEN", {})
+    for name in CHOSEN_NAMES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    environment.choose_defaults()
+    assert os.environ["TF_ENABLE_ONEDNN_OPTS"] == "0"
+    assert "TF_ENABLE_ONEDNN_OPTS" not in environment.CHOSEN
+    assert environment.user_environment()["TF_ENABLE_ONEDNN_OPTS"] == "0"
+    assert environment.CHOSEN == {"KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    assert "KERAS_BACKEND" not in environment.user_environment()
 
 
 @pytest.mark.parametrize(("version", "on"), [((2, 21), True), ((2, 22), True), ((3, 0), True),

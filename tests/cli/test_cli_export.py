@@ -8,7 +8,6 @@ import os
 import pytest
 
 from keras_bert.cli import main
-from tests.export.helpers import make_tiny_model_dir
 
 # Each option the single SavedModel or LiteRT export takes and the hub pair does not.
 IGNORED_BY_HUB = [["--version", "3"], ["--max-length", "32"], ["--precision", "bfloat16"],
@@ -23,8 +22,10 @@ IGNORED_BY_LITERT = [["--seq-length", "16"], ["--xla"], ["--null-score-threshold
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return make_tiny_model_dir(str(tmp_path_factory.mktemp("hub-cli") / "tiny"), 0)
+def model_dir(tiny_model_dir):
+    """The session's tiny encoder (`tests/conftest.py`: `make_tiny_model_dir`, seed 0); the
+    tests export it elsewhere and never write into it."""
+    return tiny_model_dir
 
 
 @pytest.mark.parametrize("option", IGNORED_BY_HUB, ids=lambda o: o[0])

@@ -12,7 +12,6 @@ import http.client
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -56,9 +55,8 @@ def expected(exported):
 
 
 @pytest.fixture(scope="module")
-def server(exported, serve_process):
+def server(exported):
     """An in-process `ModelServer` of the export on free loopback ports."""
-    # (`serve_process` boots the `keras-bert serve` subprocess now, while these tests run.)
     with model_server(os.path.dirname(exported.path), "bert", grpc_port=0, rest_port=0,
                       poll_seconds=0.5) as running:
         yield running
@@ -345,12 +343,4 @@ def test_load_16_concurrent_clients(serve_process, exported):
           f"ms, p99 {np.percentile(latencies, 99):.1f} ms ({elapsed:.1f} s)")
     assert errors == [] and len(latencies) == LOAD_CLIENTS * LOAD_REQUESTS
 
-
-def test_serve_stops_cleanly_on_sigterm(serve_process):
-    grpc_address, _ = serve_process.addresses()
-    with GrpcClient(grpc_address, "bert") as client:
-        assert client.status()["model_version_status"][0]["state"] == "AVAILABLE"
-    serve_process.process.send_signal(signal.SIGTERM)
-    assert serve_process.process.wait(30) == 0
-    time.sleep(0.2)
-    assert any("stopping" in line for line in serve_process.lines)
+# `keras-bert serve` stopping on SIGTERM: tests/devserver/test_abuse.py (its server process).

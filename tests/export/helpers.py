@@ -13,6 +13,7 @@ import keras
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import save_model_dir
 from keras_bert.environment import user_environment
+from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.registry import task_class
 from tests.export.run_session_bundle import load_arrays, save_arrays
@@ -20,6 +21,12 @@ from tests.export.run_session_bundle import load_arrays, save_arrays
 WORDS = ("the a cat dog sat on mat call me ishmael state of union is strong bert reads whole "
          "sentence at once in both directions . , ! ? - who where capital paris rome ahab "
          "smith sailed to sea what").split()
+
+
+# The LiteRT classifier that `test_litert.py` and `test_litert_runtime.py` share
+# (`tests/export/conftest.py`): its sequence length and labels.
+LITERT_SEQ = 32
+LITERT_LABELS = ["fresh", "plot", "rotten"]
 
 
 def make_tiny_model_dir(path, seed: int = 0, max_position_embeddings: int = 64,
@@ -113,3 +120,13 @@ def run_fresh_many(export_dir, requests, tmp_path) -> list[dict]:
     for outputs in answers:
         assert "error" not in outputs, outputs
     return answers
+
+
+def run_in_session_many(export_dir, requests) -> list[dict]:
+    """`run_fresh_many`'s answers through the same loader (`SessionBundle`: Session +
+    SaverDef) in this process: no fresh TensorFlow (~10 s on 2 busy cores), so the README's
+    tier reads an export's answers this way and the slow tier in a fresh process (which also
+    proves that TF Text's kernel libraries alone serve it; the op audit is that proof's
+    fast guard)."""
+    with SessionBundle(str(export_dir)) as bundle:
+        return [bundle.run(signature, inputs) for signature, inputs in requests]

@@ -12,7 +12,7 @@ from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.export.versions import atomic_version_dir, existing_versions
 from keras_bert.export.warmup import predict_log, read_warmup
 from keras_bert.tasks.task_dir import export_model
-from tests.export.helpers import run_fresh_many
+from tests.export.helpers import run_fresh_many, run_in_session_many
 from tests.support.reference import minilm_dir
 
 TEXTS = ["Call me Ishmael.", "", "Naïve café owners ate crème brûlée — twice!",
@@ -28,7 +28,10 @@ def model_dir(minilm_model_dir):
 @pytest.fixture(scope="module")
 def exported(model_dir, tmp_path_factory):
     base = tmp_path_factory.mktemp("serving") / "minilm"
-    return export_model(model_dir.path, str(base), pooling="mean", target=None)
+    # `quantize="none"`, the CLI's default: that it exports is `test_the_saved_model_refuses_
+    # quantize`'s (which needs no export of its own).
+    return export_model(model_dir.path, str(base), pooling="mean", target=None,
+                        quantize="none")
 
 
 def test_layout_and_size(exported):
@@ -74,20 +77,37 @@ def test_warmup_records_are_tf_servings_own_protos():
     assert not got.predict_log.HasField("response")
 
 
-def test_fresh_process_reproduces_the_keras_model(exported, model_dir, tmp_path):
-    # Encoder exports truncate at 512 tokens by default; the long text needs more than 128.
-    # The reference: the Keras encoder on the model's preprocessor, mean-pooled in NumPy.
+def _check_answers(model_dir, run_many):
+    """`run_many(requests)` (a loader of the export) answers as the Keras model does.
+
+    Encoder exports truncate at 512 tokens by default; the long text needs more than 128.
+    The reference: the Keras encoder on the model's preprocessor, mean-pooled in NumPy."""
     inputs = model_dir.preprocessor().with_length(None, 512)(tf.constant(TEXTS))
     sequence = model_dir.load_encoder()(inputs)["sequence_output"].numpy()
     mask = inputs["input_mask"].numpy()[..., None].astype(np.float64)
     expected = (sequence * mask).sum(axis=1) / mask.sum(axis=1)
-    got, by_ids = run_fresh_many(exported.path, [
+    got, by_ids = run_many([
         ("serving_default", {"text": np.array(TEXTS, dtype=object)}),
-        ("serve_ids", {k: v.numpy() for k, v in inputs.items()})], tmp_path)
+        ("serve_ids", {k: v.numpy() for k, v in inputs.items()})])
     np.testing.assert_allclose(got["embedding"], expected, atol=1e-5)
     # The id signature gives the same answers for the same packed ids.
     # (Grappler optimises each signature's graph on its own: float sums may reorder.)
     np.testing.assert_allclose(by_ids["embedding"], got["embedding"], atol=1e-5)
+
+
+def test_the_session_loader_reproduces_the_keras_model(exported, model_dir):
+    """TF Serving's loader path (`SessionBundle`) in this process: the README tier's guard of
+    the fresh-process test below."""
+    _check_answers(model_dir, lambda requests: run_in_session_many(exported.path, requests))
+
+
+# ~12 s more than the test above on a busy 2-core Zen 4 (a fresh TensorFlow process): the
+# same answers, in a process without keras_bert; the README's tier keeps the test above and
+# the op audit of every export (`tests/export/test_op_audit.py`).
+@pytest.mark.slow
+def test_fresh_process_reproduces_the_keras_model(exported, model_dir, tmp_path):
+    _check_answers(model_dir, lambda requests: run_fresh_many(exported.path, requests,
+                                                              tmp_path))
 
 
 def test_versions_are_atomic_and_never_overwritten(model_dir, tmp_path):
@@ -172,13 +192,13 @@ def test_exports_embed_the_tokenizer_rules(model_dir, tmp_path):
     assert rows["google"][1] == [cls, unk, sep]
 
 
-def test_the_saved_model_refuses_quantize(tmp_path, capsys):
+def test_the_saved_model_refuses_quantize(exported, tiny_model_dir, tmp_path, capsys):
     """`quantize` is LiteRT's: a SavedModel export given one says why in one line, names the
-    faster form it has, and writes nothing; `none` (the CLI's default) exports."""
+    faster form it has, and writes nothing; `none` (the CLI's default) exports (the module's
+    MiniLM export). The model refused: the session's tiny encoder (`tests/conftest.py`)."""
     from keras_bert.cli import main
-    from tests.export.helpers import make_tiny_task_dir
 
-    task_dir = make_tiny_task_dir(tmp_path, {"kind": "classify", "seq_length": 16}, ["a", "b"])
+    task_dir = tiny_model_dir
     for quantize in ("int8", "float16"):
         with pytest.raises(ValueError, match=r"^quantize: the SavedModel has no int8 form .*"
                                              r"--precision bfloat16"):
@@ -187,4 +207,5 @@ def test_the_saved_model_refuses_quantize(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code != 0 and err.count("\n") == 0 and "--precision bfloat16" in err, err
     assert not (tmp_path / "out").exists() and not (tmp_path / "cli").exists()
-    assert export_model(task_dir, str(tmp_path / "none"), quantize="none").version == 1
+    assert exported.version == 1 and os.path.isfile(os.path.join(exported.path,
+                                                                  "saved_model.pb"))

@@ -13,7 +13,6 @@ import pytest
 
 from keras_bert import MultiLabelClassifier, TextClassifier
 from keras_bert.export.session_bundle import SessionBundle
-from tests.export.helpers import make_tiny_model_dir
 
 # Id order that is neither sorted nor its reverse, nor symmetric: a name gathered in any
 # other order lands on the wrong id.
@@ -24,8 +23,9 @@ SEQ = 16
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory) -> str:
-    return make_tiny_model_dir(str(tmp_path_factory.mktemp("labels")))
+def model_dir(tiny_model_dir) -> str:
+    """The session's tiny encoder (`tests/conftest.py`), read only."""
+    return tiny_model_dir
 
 
 def _set_logits(model, targets: np.ndarray) -> np.ndarray:

@@ -29,9 +29,14 @@ def exported(tmp_path_factory):
     return paths, tokenizer, pretrainer
 
 
-def test_preprocess(exported):
-    paths, tokenizer, _ = exported
-    preprocess = tf.saved_model.load(paths["preprocess"])
+@pytest.fixture(scope="module")
+def preprocess(exported):
+    """The preprocess half, loaded once for the tests that read it."""
+    return tf.saved_model.load(exported[0]["preprocess"])
+
+
+def test_preprocess(exported, preprocess):
+    _, tokenizer, _ = exported
     texts = tf.constant(["Call me Ishmael.", "Who? The whale."])
     ids = preprocess.tokenize(texts)
     assert ids.to_list() == tokenizer.tokenize(texts).to_list() == [[5, 6, 7, 8, 9],
@@ -46,9 +51,8 @@ def test_preprocess(exported):
     assert preprocess.bert_pack_inputs([ids], seq_length=20)["input_mask"].shape == (2, 20)
 
 
-def test_encoder_and_mlm(exported):
-    paths, tokenizer, pretrainer = exported
-    preprocess = tf.saved_model.load(paths["preprocess"])
+def test_encoder_and_mlm(exported, preprocess):
+    paths, _, pretrainer = exported
     encoder = tf.saved_model.load(paths["encoder"])
     inputs = preprocess(tf.constant(["Call me Ishmael.", "The whale?"]))
     out = encoder(inputs)

@@ -20,14 +20,14 @@ from keras_bert.export.litert import custom_ops
 from keras_bert.export.litert_runtime import LiteRTModel
 from keras_bert.export.session_bundle import SessionBundle
 from keras_bert.tasks.task_dir import export_model
-from tests.export.helpers import make_tiny_task_dir
+from tests.export.helpers import LITERT_LABELS, LITERT_SEQ, make_tiny_task_dir
 from tests.support.tokenizer_parity import corpus_lines, uncased_vocab_path
 from tests.text.test_tokenizer import HARD_CASES
 
 pytest.importorskip("ai_edge_litert")
 
-LABELS = ["fresh", "plot", "rotten"]
-SEQ = 32
+LABELS = LITERT_LABELS
+SEQ = LITERT_SEQ
 IDS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
@@ -44,13 +44,15 @@ def _task_dir(root, task: dict, labels=None) -> str:
 
 
 @pytest.fixture(scope="module")
-def classifier(tmp_path_factory):
-    """A tiny classifier's SavedModel and LiteRT exports (float32)."""
-    root = tmp_path_factory.mktemp("litert")
-    task_dir = _task_dir(root, {"kind": "classify", "seq_length": SEQ}, LABELS)
-    saved = export_model(task_dir, str(root / "saved"), target=None)
-    lite = export_model(task_dir, str(root / "lite"), format="litert", tokenizer="fast-bert")
-    return task_dir, saved, lite
+def classifier(litert_classifier_dir, litert_classifier_file, tmp_path_factory):
+    """A tiny classifier's SavedModel and LiteRT exports (float32), with the GELU of Google's
+    releases (the tanh approximation: one model for its test and the others; the exact
+    GELU's LiteRT file: `test_a_windowed_file_says_what_it_read_as_the_saved_model`). The
+    task directory and LiteRT file are `tests/export/conftest.py`'s, which
+    `test_litert_runtime.py` reads too."""
+    saved = export_model(litert_classifier_dir,
+                         str(tmp_path_factory.mktemp("litert") / "saved"), target=None)
+    return litert_classifier_dir, saved, litert_classifier_file
 
 
 def _bundle_run(path: str, signature: str, inputs: dict) -> dict:
@@ -100,19 +102,15 @@ def test_layout_and_metadata(classifier):
         assert sorted(model.interpreter.get_signature_list()) == sorted(saved.signatures)
 
 
-def test_the_tanh_gelu_of_googles_releases_exports_and_answers_as_the_saved_model(tmp_path):
+def test_the_tanh_gelu_of_googles_releases_exports_and_answers_as_the_saved_model(classifier):
     """A model with Google's GELU (the tanh approximation: `Tanh` and `Pow`) passes the TF
     Serving op audit of every target and answers in LiteRT as its SavedModel."""
     from keras_bert.export.op_audit import TARGETS, check
 
-    task_dir = make_tiny_task_dir(tmp_path, {"kind": "classify", "seq_length": SEQ}, LABELS,
-                                  vocab_file=uncased_vocab_path(), hidden_act="gelu_approximate")
-    saved = export_model(task_dir, str(tmp_path / "saved"))  # audited for the default target
+    _, saved, lite = classifier
     for target in TARGETS:
         report = check(saved.path, target)
         assert report.ok and {"Tanh", "Pow"} <= set(report.ops), target
-    lite = export_model(task_dir, str(tmp_path / "lite"), format="litert",
-                        tokenizer="fast-bert")
     compare(saved.path, lite.path, corpus_lines()[::200] + HARD_CASES[:8])
 
 
@@ -199,16 +197,17 @@ def test_ids_only_file(classifier, tmp_path):
 
 
 # ----------------------------------------------------------------------------- bad input
-def test_refuses_what_the_format_cannot_hold(tmp_path, capsys):
+def test_refuses_what_the_format_cannot_hold(tiny_model_dir, tmp_path, capsys):
     """Every kind goes to LiteRT; what is left is refused in one line: a tokenizer that
     keeps literal special tokens (FastBert splits them), no tokenizer choice, SavedModel
-    options."""
+    options. The model: the session's tiny encoder (`tests/conftest.py`), whose vocabulary
+    is neither Google's nor Hugging Face's."""
     from keras_bert.checkpoints import load_model_dir
     from keras_bert.text.preprocessor import BertPreprocessor
     from keras_bert.text.tokenizer import BertTokenizer
-    from tests.export.helpers import make_tiny_model_dir, task_model
+    from tests.export.helpers import task_model
 
-    base = load_model_dir(make_tiny_model_dir(tmp_path / "base"))
+    base = load_model_dir(tiny_model_dir)
     keeps = BertPreprocessor(BertTokenizer(base.preprocessor().tokenizer.vocab,
                                            preserve_special_tokens=True), 16)
     model = task_model({"kind": "classify", "seq_length": 16}, base.load_encoder(), keeps,
@@ -216,8 +215,7 @@ def test_refuses_what_the_format_cannot_hold(tmp_path, capsys):
     with pytest.raises(ValueError, match="keeps literal special tokens") as raised:
         model.export(str(tmp_path / "a"), format="litert", tokenizer="fast-bert")
     assert "\n" not in str(raised.value)
-    task_dir = make_tiny_task_dir(tmp_path / "clf", {"kind": "classify", "seq_length": 16},
-                                  ["a", "b"])
+    task_dir = tiny_model_dir
     with pytest.raises(ValueError, match="xla: not an option of the LiteRT export"):
         export_model(task_dir, str(tmp_path / "d"), format="litert", tokenizer="none", xla=True)
     assert not any(p.exists() for p in (tmp_path / "a", tmp_path / "d"))

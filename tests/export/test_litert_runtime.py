@@ -9,9 +9,6 @@ import numpy as np
 import pytest
 
 from keras_bert.export.litert_runtime import LiteRTModel
-from keras_bert.tasks.task_dir import export_model
-from tests.export.helpers import make_tiny_task_dir
-from tests.support.tokenizer_parity import uncased_vocab_path
 
 pytest.importorskip("ai_edge_litert")
 
@@ -33,12 +30,9 @@ print(threads() - before)
 
 
 @pytest.fixture(scope="module")
-def lite(tmp_path_factory):
-    root = tmp_path_factory.mktemp("litert_runtime")
-    task_dir = make_tiny_task_dir(root, {"kind": "classify", "seq_length": 16}, ["a", "b"],
-                                  vocab_file=uncased_vocab_path())
-    return export_model(task_dir, str(root / "lite"), format="litert",
-                        tokenizer="fast-bert").path
+def lite(litert_classifier_file):
+    """A tiny classifier's LiteRT file: `test_litert.py`'s (`tests/export/conftest.py`)."""
+    return litert_classifier_file.path
 
 
 def _added_threads(path: str, num_threads: str) -> int:

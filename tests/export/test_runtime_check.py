@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.cli import main
+from keras_bert.export import runtime_check
 from keras_bert.export.op_audit import audit
 from keras_bert.export.runtime_check import check_in_runtime, missing_ops_in
 from keras_bert.export.session_bundle import SessionBundle, sample_inputs
@@ -54,20 +55,42 @@ def test_sample_inputs_follow_the_signature(broken_exports):
     assert inputs["m"].shape == (2, 2) and inputs["m"].dtype == np.float16
 
 
-def test_variables_that_do_not_restore_are_reported(broken_exports, capsys):
+@pytest.fixture(scope="module")
+def reports(broken_exports):
+    """Each broken export checked once in this Python's TensorFlow (a fresh process each:
+    ~5 s on 2 busy cores), for the API's tests and the command line's."""
+    return {name: check_in_runtime(path) for name, path in broken_exports.items()}
+
+
+@pytest.fixture
+def cli_runtime(monkeypatch, reports, broken_exports):
+    """`keras-bert audit --runtime` given the fixture's reports instead of a second process
+    per export: the command asks for this export in this Python, as a user's would (its own
+    process: `test_an_export_passes_in_tf_serving_2_13_to_2_19_runtime`, slow)."""
+    by_path = {path: reports[name] for name, path in broken_exports.items()}
+
+    def check(export_dir, python):
+        assert python == sys.executable
+        return by_path[export_dir]
+
+    monkeypatch.setattr(runtime_check, "check_in_runtime", check)
+
+
+def test_variables_that_do_not_restore_are_reported(broken_exports, reports, cli_runtime,
+                                                    capsys):
     path = broken_exports["keras_in_module"]
     assert audit(path).ok  # op names alone cannot see it
-    report = check_in_runtime(path)
+    report = reports["keras_in_module"]
     assert not report.ok and report.load_error is None
     assert "Could not find variable" in report.signature_errors["serving_default"]
     assert main(["audit", path, "--runtime", sys.executable]) == 1
     assert "Could not find variable" in capsys.readouterr().err
 
 
-def test_missing_kernels_are_named(broken_exports, capsys):
+def test_missing_kernels_are_named(broken_exports, reports, cli_runtime, capsys):
     path = broken_exports["half"]
     assert audit(path).ok
-    report = check_in_runtime(path)
+    report = reports["half"]
     assert report.missing_ops == {"Cholesky": ["serving_default"]}
     assert "op Cholesky: no kernel in this runtime" in report.message()
     assert main(["audit", path, "--runtime", sys.executable, "--json"]) == 1

@@ -17,8 +17,8 @@ from keras_bert.tasks.question_answering import squad
 from keras_bert.tasks.question_answering.span_decoding import NO_SPAN_SCORE, best_spans
 from keras_bert.tasks.task_dir import export_model
 from keras_bert.tasks.task_model import TextTaskModel
-from tests.export.helpers import make_tiny_task_dir, run_fresh
-from tests.support.devserver import model_server
+from tests.export.helpers import make_tiny_task_dir, run_fresh, run_in_session_many
+from tests.support.devserver import load, model_server
 from tests.tasks.question_answering import reference_squad
 from tests.tasks.token_classification.reference_alignment import align_sentences
 from tests.tasks.token_classification.reference_word_windows import sentence_windows
@@ -68,10 +68,28 @@ def _word_pieces(tokenizer, words: list[str]) -> list[list[int]]:
     return [p or [tokenizer.unk_id] for p in pieces]
 
 
+def test_tagger_session_loader_matches_keras_words(tagger):
+    """The README tier's guard of every served field of the tagger (words, offsets, labels,
+    scores, padding), read through TF Serving's loader path in this process."""
+    loaded, exported = tagger
+    [got] = run_in_session_many(exported.path, [
+        ("serving_default", {"text": np.array(SENTENCES, dtype=object)})])
+    _check_tagger_answers(loaded, got)
+
+
+# ~9 s more than the test above on a busy 2-core Zen 4 (a fresh TensorFlow process): the same
+# answers in a process without keras_bert; the README's tier keeps the test above and the op
+# audit of the export (`test_tagger_export_layout`).
+@pytest.mark.slow
 def test_tagger_fresh_process_matches_keras_words(tagger, tmp_path):
     loaded, exported = tagger
     got = run_fresh(exported.path, "serving_default",
                     {"text": np.array(SENTENCES, dtype=object)}, tmp_path)
+    _check_tagger_answers(loaded, got)
+
+
+def _check_tagger_answers(loaded, got: dict) -> None:
+    """The tagger export's answers for SENTENCES are the Keras model's, word by word."""
     words = [s.split() for s in SENTENCES]
     np.testing.assert_array_equal(got["num_words"], [len(w) for w in words])
     stride = default_doc_stride(TAG_SEQ)
@@ -111,7 +129,7 @@ def test_tagger_serve_ids_labels_every_position(tagger):
     loaded, exported = tagger
     features = align_sentences(loaded.preprocessor.tokenizer, [s.split() for s in SENTENCES],
                                TAG_SEQ)
-    out = tf.saved_model.load(exported.path).signatures["serve_ids"](
+    out = load(exported.path).signatures["serve_ids"](
         **{k: tf.constant(v) for k, v in features.features().items()})
     logits = np.asarray(loaded.network(features.features(), training=False))
     np.testing.assert_allclose(out["logits"].numpy(), logits, atol=1e-5)
@@ -154,8 +172,19 @@ def span_qa(tmp_path_factory):
     return loaded, exported, threshold
 
 
-# 56 s on a busy 2-core Zen 3: a fresh TensorFlow process; the span QA export's answers against
-# predict stay in the README's tier (tests/tasks/question_answering/test_question_answerer.py)
+def test_span_qa_session_loader_matches_python_decoder(span_qa):
+    """The README tier's guard of every served field of span QA (answer, byte offsets,
+    has_answer, score), read through TF Serving's loader path in this process."""
+    loaded, exported, threshold = span_qa
+    [got] = run_in_session_many(exported.path, [("serving_default", {
+        "question": np.array(QUESTIONS, dtype=object),
+        "context": np.array(CONTEXTS, dtype=object)})])
+    _check_span_answers(loaded, threshold, got)
+
+
+# 56 s on a busy 2-core Zen 3: a fresh TensorFlow process; the README's tier keeps the test
+# above and the span QA export's answers against predict
+# (tests/tasks/question_answering/test_question_answerer.py)
 @pytest.mark.slow
 def test_span_qa_fresh_process_matches_python_decoder(span_qa, tmp_path):
     loaded, exported, threshold = span_qa
@@ -165,6 +194,11 @@ def test_span_qa_fresh_process_matches_python_decoder(span_qa, tmp_path):
     got = run_fresh(exported.path, "serving_default",
                     {"question": np.array(QUESTIONS, dtype=object),
                      "context": np.array(CONTEXTS, dtype=object)}, tmp_path)
+    _check_span_answers(loaded, threshold, got)
+
+
+def _check_span_answers(loaded, threshold: float, got: dict) -> None:
+    """The span QA export's answers for QUESTIONS are the Python decoder's."""
     expected, _, _ = _python_answers(loaded, threshold)
     answers = [a.decode("utf-8") for a in got["answer"]]
     assert answers == [r["text"] for r in expected]
@@ -221,7 +255,7 @@ def test_span_qa_serve_ids_decodes_the_context_only(span_qa):
     _, features, logits = _python_answers(loaded, threshold)
     inputs = {k: tf.constant(np.stack([getattr(f, k) for f in features]))
               for k in ("input_word_ids", "input_mask", "input_type_ids")}
-    out = tf.saved_model.load(exported.path).signatures["serve_ids"](**inputs)
+    out = load(exported.path).signatures["serve_ids"](**inputs)
     np.testing.assert_allclose(out["start_logits"].numpy(), logits["start_logits"], atol=1e-5)
     for i, f in enumerate(features):
         s, e = int(out["start_position"][i]), int(out["end_position"][i])
@@ -237,11 +271,13 @@ def _query(capsys, *argv) -> list[dict]:
 
 
 def test_served_tagger_and_span_qa_answer_the_query_cli(tagger, span_qa, capsys):
+    # The local answers: each export loaded once for this file (`load`: the serve_ids
+    # tests' too).
     _, tag_export = tagger
     _, qa_export, _ = span_qa
-    local_tags = tf.saved_model.load(tag_export.path).signatures["serving_default"](
+    local_tags = load(tag_export.path).signatures["serving_default"](
         text=tf.constant(SENTENCES[:2]))
-    local_qa = tf.saved_model.load(qa_export.path).signatures["serving_default"](
+    local_qa = load(qa_export.path).signatures["serving_default"](
         question=tf.constant(QUESTIONS[:2]), context=tf.constant(CONTEXTS[1:2] * 2))
     with model_server(os.path.dirname(tag_export.path), "tagger", grpc_port=0,
                       rest_port=0) as tags, \

@@ -73,7 +73,8 @@ def _assert_same_answers(got, expected, contexts):
 
 
 @pytest.fixture(scope="module")
-def long_qa(tmp_path_factory):
+def long_qa_dir(tmp_path_factory):
+    """`(task directory, loaded model, null-score threshold)`."""
     root = tmp_path_factory.mktemp("long_qa")
     task_dir = make_tiny_task_dir(root, LONG_TASK)
     loaded = TextTaskModel.load(task_dir)
@@ -83,7 +84,24 @@ def long_qa(tmp_path_factory):
     margins = sorted(r["null_score"] - max(c["score"] for c in r["nbest"] if c["text"])
                      for r in results[:5])
     threshold = float((margins[-2] + margins[-1]) / 2)
-    exported = export_model(task_dir, str(root / "export"), null_score_threshold=threshold)
+    return task_dir, loaded, threshold
+
+
+@pytest.fixture(scope="module")
+def long_qa(long_qa_dir):
+    """`(loaded model, None, threshold)`: the README tier's tests trace the serving module
+    in process and need no export."""
+    _, loaded, threshold = long_qa_dir
+    return loaded, None, threshold
+
+
+@pytest.fixture(scope="module")
+def long_qa_export(long_qa_dir, tmp_path_factory):
+    """`(loaded model, its export, threshold)`, exported only for the slow test that reads
+    it (an export of this model: ~5 s on 2 busy cores)."""
+    task_dir, loaded, threshold = long_qa_dir
+    exported = export_model(task_dir, str(tmp_path_factory.mktemp("long_qa") / "export"),
+                            null_score_threshold=threshold)
     return loaded, exported, threshold
 
 
@@ -106,8 +124,8 @@ def test_span_qa_module_answers_within_max_answer_length(long_qa):
 
 
 @pytest.mark.slow  # 30-42 s: kept out of the README's tier (under 15 min); CI runs it once a cycle
-def test_long_contexts_fresh_process_match_the_python_reference(long_qa, tmp_path):
-    loaded, exported, threshold = long_qa
+def test_long_contexts_fresh_process_match_the_python_reference(long_qa_export, tmp_path):
+    loaded, exported, threshold = long_qa_export
     questions, contexts = _long_pairs()
     got = run_fresh(exported.path, "serving_default",
                     {"question": np.array(questions, dtype=object),

@@ -80,6 +80,39 @@ def test_this_environment_is_a_matching_pair():
     assert minor_version(tensorflow_text.__version__) == minor_version(tf.__version__)
 
 
+def _imports(path: str) -> list[str]:
+    """The modules a file imports at its top level, in order."""
+    import ast
+
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found += [f"{node.module}.{alias.name}" for alias in node.names]
+    return found
+
+
+def test_the_check_is_the_first_thing_importing_keras_bert_text_runs():
+    """The README tier's guard of the fresh-process test below, read from the source: what
+    `import keras_bert.text` runs before its first import (the package's `__init__`,
+    `environment`) and the check itself import no TF Text, and the check comes first."""
+    first = [name for name in _imports("keras_bert/text/__init__.py")
+             if name.startswith("keras_bert")]
+    assert first[0] == "keras_bert.text.dependency_check", first
+    for path in ("keras_bert/__init__.py", "keras_bert/environment.py",
+                 "keras_bert/text/dependency_check.py"):
+        imported = _imports(path)
+        assert not [n for n in imported if n.startswith("tensorflow_text")], (path, imported)
+        assert not [n for n in imported if n.startswith("keras_bert.")
+                    and n not in ("keras_bert.environment",)], (path, imported)
+
+
+# ~12 s on a busy 2-core Zen 4 (a fresh process importing TensorFlow); the README's tier keeps
+# the order read from the source (the test above) and the check's messages (the tests above).
+@pytest.mark.slow
 def test_import_fails_before_tf_text_loads_when_the_pair_does_not_match():
     # A fake distribution metadata of another minor version ahead on the path: importing
     # keras_bert.text must fail with the check's message, not inside TF Text.
