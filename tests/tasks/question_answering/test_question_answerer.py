@@ -79,6 +79,10 @@ def test_fit_ends_with_the_weights_of_keras_bert_finetune(model_dir, tmp_path):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
 
 
+# 9 s on a 2-core Zen 4 (an export and a Session load): slow. In the README's tier the
+# export path is guarded by the classifier's test_export_answers_what_predict_answered and
+# span QA's export by tests/export/test_task_exports.py (its decoder and `serve_ids`).
+@pytest.mark.slow
 def test_export_answers_what_predict_answered(trained, tmp_path):
     qa, (pairs, _), _ = trained
     long_context = "the sea is calm . " * 20 + pairs[0][1]  # several windows of 24
@@ -94,6 +98,11 @@ def test_export_answers_what_predict_answered(trained, tmp_path):
     np.testing.assert_allclose(got["score"], want["score"], rtol=0, atol=1e-5)
 
 
+# 8 s on a 2-core Zen 4 (three loads, each tracing `predict`): slow. In the README's tier:
+# tests/tasks/test_task_networks.py::test_task_model_directory_round_trip[squad] (the
+# directory, the `.keras` file and the task block, max_query_length included) and the
+# classifier's round trip of the same `TextTaskModel` code, answers compared.
+@pytest.mark.slow
 def test_model_directory_and_keras_file_round_trips(trained, tmp_path):
     qa, (pairs, _), _ = trained
     want = qa.predict(pairs)

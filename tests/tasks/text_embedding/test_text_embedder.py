@@ -100,6 +100,11 @@ def test_a_plain_encoder_directory_embeds_with_the_pooled_output(model_dir, tmp_
     np.testing.assert_allclose(got["pooled_output"], want, atol=1e-5)
 
 
+# 2.8 s on a 2-core Zen 4 (three loads, each tracing `predict`): slow. In the README's
+# tier: tests/tasks/test_task_networks.py::test_task_model_directory_round_trip[embed] (the
+# directory, the `.keras` file and the task block) and the classifier's round trip of the
+# same `TextTaskModel` code, answers compared.
+@pytest.mark.slow
 def test_model_directory_and_keras_file_round_trips(embedder, tmp_path):
     want = embedder.predict(TEXTS)["embedding"]
     path = embedder.save(str(tmp_path / "model"))

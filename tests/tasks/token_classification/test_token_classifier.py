@@ -90,6 +90,11 @@ def test_fit_ends_with_the_weights_of_keras_bert_finetune(model_dir, tmp_path):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
 
 
+# 5.4 s on a 2-core Zen 4 (an export and a Session load): slow. In the README's tier the
+# export path is guarded by the classifier's test_export_answers_what_predict_answered and
+# the tagger's export by tests/export/test_task_exports.py (its words against the Keras
+# model's, in a fresh process).
+@pytest.mark.slow
 def test_export_answers_what_predict_answered(trained, tmp_path):
     tagger, (words, _) = trained
     probe = [" ".join(w) for w in words[:5]] + ["", "ahab smith sailed to paris " * 12]
@@ -104,6 +109,11 @@ def test_export_answers_what_predict_answered(trained, tmp_path):
     assert want["num_words"][-1] == 60
 
 
+# 4.2 s on a 2-core Zen 4 (three loads, each tracing `predict`): slow. In the README's
+# tier: tests/tasks/test_task_networks.py::test_task_model_directory_round_trip[tag] (the
+# directory, the `.keras` file and the task block) and the classifier's round trip of the
+# same `TextTaskModel` code, answers compared.
+@pytest.mark.slow
 def test_model_directory_and_keras_file_round_trips(trained, tmp_path):
     tagger, (words, _) = trained
     want = tagger.predict(words)
