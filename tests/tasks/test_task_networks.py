@@ -66,6 +66,10 @@ def _round_trip(model, x, tmp_path):
 # ----- classifier / regressor -------------------------------------------------------------------
 
 
+# 5 s on a 2-core Zen 4 (a fit): slow. The classifier network learning is guarded in the
+# README's tier by tests/tasks/text_classification/test_text_classifier.py (its fit learns
+# the rule and shuffled labels do not) and the regressor's and span QA's tests here.
+@pytest.mark.slow
 def test_classifier_trains(config, rng):
     # Rule: the token at position 1 is one of ids 5, 6, 7; the class is that id - 5.
     x = _inputs(rng)
@@ -93,6 +97,11 @@ def test_regressor_with_mean_pooling_trains(config, rng):
 # ----- tagger ------------------------------------------------------------------------------------
 
 
+# 4 s on a 2-core Zen 4 (a fit): slow. The tagger network learning with ignored positions
+# ([CLS], padding, the pieces after a word's first) is guarded in the README's tier by
+# tests/tasks/token_classification/test_token_classifier.py (its fit learns the tags and
+# shuffled tags do not).
+@pytest.mark.slow
 def test_tagger_trains_with_ignored_positions(config, rng):
     # Rule: tag of a real token = id mod 4; [CLS] and padding are ignored.
     x = _inputs(rng)

@@ -85,7 +85,9 @@ class _Shapes(keras.callbacks.Callback):
         self.steps += 1
 
 
-@pytest.mark.parametrize("kind", ["tag", "squad"])
+# squad: 7 s on a 2-core Zen 4 (an XLA compilation), slow; `tag` keeps the XLA fit on
+# static window batches in the README's tier.
+@pytest.mark.parametrize("kind", ["tag", pytest.param("squad", marks=pytest.mark.slow)])
 def test_window_kinds_fit_in_static_batches_under_xla(kind, model_dir, tmp_path, monkeypatch):
     """Windows are rows at the sequence length: with the remainder dropped and full-length
     batches (what `fit` uses under a TPUStrategy: `Batching.resolved(..., static=True)`)
