@@ -1,4 +1,6 @@
-"""`keras-bert pretrain` end to end on a small corpus: outputs, metrics, resume, reuse."""
+"""`keras-bert pretrain` end to end on a small corpus: outputs, metrics, resume, reuse; and
+that it trains and measures through `TextPretrainer` (tests/jobs/test_pretrain_engine.py
+holds the rest of that rule)."""
 
 import io
 import json
@@ -11,6 +13,8 @@ import pytest
 
 from keras_bert.checkpoints import load_model_dir
 from keras_bert.cli import main
+from keras_bert.models import BertPretrainer
+from keras_bert.pretraining.model import TextPretrainer
 from tests.support.tiny_data import moby_chapters
 
 
@@ -24,19 +28,57 @@ ARGS = ["--steps", "6", "--steps-per-epoch", "3", "--batch-size", "8", "--seq-le
         "--max-predictions", "5"]
 
 
+def _spy(monkeypatch, name: str) -> list:
+    """Calls of `TextPretrainer.<name>` as `(model, result)`, the method still running."""
+    calls = []
+    method = getattr(TextPretrainer, name)
+
+    def spy(self, *args, **kwargs):
+        result = method(self, *args, **kwargs)
+        calls.append((self, result))
+        return result
+
+    monkeypatch.setattr(TextPretrainer, name, spy)
+    return calls
+
+
 @pytest.fixture(scope="module")
-def run(corpus, tmp_path_factory):
+def traced_run(corpus, tmp_path_factory):
+    """`(out, fits, evaluations)`: the run, and the `TextPretrainer.fit` and `evaluate`
+    calls it made."""
     out = tmp_path_factory.mktemp("pretrain") / "run"
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, pytest.MonkeyPatch.context() as mp:
         warnings.simplefilter("always")
+        fits, evaluations = _spy(mp, "fit"), _spy(mp, "evaluate")
         assert main(["pretrain", "--out", str(out), "--corpus", corpus, *ARGS]) == 0
     (out / "warnings.txt").write_text("\n".join(str(w.message) for w in caught))
-    return out
+    return out, fits, evaluations
+
+
+@pytest.fixture(scope="module")
+def run(traced_run):
+    return traced_run[0]
 
 
 def test_no_ran_out_of_data_warning(run):
     """The held-out set declares its length, so Keras does not warn after each evaluation."""
     assert "ran out of data" not in (run / "warnings.txt").read_text()
+
+
+def test_the_command_trains_and_measures_through_text_pretrainer(traced_run):
+    out, fits, evaluations = traced_run
+    assert len(fits) == 1, "keras-bert pretrain did not train through TextPretrainer.fit"
+    model, history = fits[0]
+    assert len(history.history["loss"]) == 2  # the run's 2 epochs, in that one fit
+    assert int(model.pretrainer.optimizer.iterations.numpy()) == 6
+    # What the command wrote is that model, and its numbers are that model's evaluate's.
+    written = BertPretrainer.from_bert_config(model.pretrainer.config)
+    written.load_weights(str(out / "pretrainer.weights.h5"))
+    assert len(written.weights) == len(model.pretrainer.weights) > 20
+    for a, b in zip(written.weights, model.pretrainer.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=b.path)
+    assert [m for m, _ in evaluations] == [model], "metrics.json not from its evaluate"
+    assert json.loads((out / "metrics.json").read_text())["eval"] == evaluations[0][1]
 
 
 def test_outputs(run):

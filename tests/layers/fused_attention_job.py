@@ -35,10 +35,15 @@ def masks() -> dict[str, np.ndarray]:
 
 def main() -> None:
     assert keras.backend.backend() == "jax"
-    keras.utils.set_random_seed(0)
     layer = BertSelfAttention(HIDDEN, HEADS, dropout=0.1, dtype="float32")
     x = np.random.default_rng(0).normal(size=(len(LENGTHS), SEQ, HIDDEN)).astype("float32")
     layer(x)
+    # Seeded weights drawn by NumPy (the layer's initializer range), not by
+    # `keras.utils.set_random_seed`, which imports TensorFlow to seed it too: most of a
+    # second process' start on a CPU, and nothing here runs on TensorFlow.
+    weights = np.random.default_rng(2)
+    layer.set_weights([weights.normal(scale=0.02, size=w.shape).astype("float32")
+                       for w in layer.weights])
 
     def own(x, mask):  # the layer's own attention, forced (probabilities asked for)
         return layer(x, padding_mask=mask, return_attention_scores=True)[0]

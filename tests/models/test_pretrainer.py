@@ -152,6 +152,13 @@ def test_fit_memorises_next_sentence_labels(tiny_config_no_dropout):
     assert logs["nsp_accuracy"] == 1.0 and logs["nsp_loss"] < 0.3, (logs, history.history)
 
 
+# 8 s on a 2-core Zen 4 (a traced fit of its own): slow. In the README's tier:
+# tests/pretraining/test_tfrecord.py::test_round_trip_over_shards (read_examples gives back
+# the written batches: names, int32 / float32 dtypes, shapes, values),
+# test_fit_memorises_next_sentence_labels (graph-mode `fit` on such batches) and
+# tests/training/test_static_shapes.py::test_tfrecord_stream_is_static (records into fit's
+# stream).
+@pytest.mark.slow
 def test_fit_on_the_tfrecord_pipeline_decreases_the_loss(tiny_config_no_dropout, tmp_path):
     """Graph-mode `fit` on the batches `keras_bert.pretraining.tfrecord` reads, as they are."""
     config = tiny_config_no_dropout

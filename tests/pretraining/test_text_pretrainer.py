@@ -36,6 +36,23 @@ def _tiny(seed: int = 3) -> TextPretrainer:
                                       precision="float32", seed=seed)
 
 
+def test_fit_without_steps_runs_the_steps_of_one_pass(corpus):
+    """One fit, no steps given: one epoch of `training_data`'s count of steps (one pass
+    over the documents' NSP pairs), which halves (give or take the remainder) at twice the
+    batch. The fast guard of the slow test below, which fits at both batch sizes."""
+    model = _tiny()
+    documents = as_documents(corpus)[:8]
+    history = model.fit(documents, batch_size=16, seed=5, verbose=0)
+    steps = int(model.pretrainer.optimizer.iterations.numpy())
+    assert len(history.history["loss"]) == 1 and steps >= 2
+    assert model.training_data(documents, batch_size=16, seed=5)[1] == steps
+    assert model.training_data(documents, batch_size=32, seed=5)[1] == steps * 16 // 32
+
+
+# 9.7 s on a 2-core Zen 4 (two fits, each traced): slow. In the README's tier:
+# test_fit_without_steps_runs_the_steps_of_one_pass (the first fit, and the count of steps
+# `fit` takes from `training_data` at both batch sizes).
+@pytest.mark.slow
 def test_fit_without_steps_makes_one_pass_and_ends(corpus):
     """The stream is endless; an epoch defaults to the full batches of one pass over the
     documents' NSP pairs, so a newcomer's `fit(documents)` returns."""

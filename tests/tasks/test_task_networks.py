@@ -66,6 +66,10 @@ def _round_trip(model, x, tmp_path):
 # ----- classifier / regressor -------------------------------------------------------------------
 
 
+# 5 s on a 2-core Zen 4 (a fit): slow. The classifier network learning is guarded in the
+# README's tier by tests/tasks/text_classification/test_text_classifier.py (its fit learns
+# the rule and shuffled labels do not) and the regressor's and span QA's tests here.
+@pytest.mark.slow
 def test_classifier_trains(config, rng):
     # Rule: the token at position 1 is one of ids 5, 6, 7; the class is that id - 5.
     x = _inputs(rng)
@@ -93,6 +97,11 @@ def test_regressor_with_mean_pooling_trains(config, rng):
 # ----- tagger ------------------------------------------------------------------------------------
 
 
+# 4 s on a 2-core Zen 4 (a fit): slow. The tagger network learning with ignored positions
+# ([CLS], padding, the pieces after a word's first) is guarded in the README's tier by
+# tests/tasks/token_classification/test_token_classifier.py (its fit learns the tags and
+# shuffled tags do not).
+@pytest.mark.slow
 def test_tagger_trains_with_ignored_positions(config, rng):
     # Rule: tag of a real token = id mod 4; [CLS] and padding are ignored.
     x = _inputs(rng)
@@ -208,6 +217,14 @@ def test_logits_are_float32_under_mixed_precision(config, rng):
     assert clone.encoder.blocks[0].compute_dtype == "bfloat16"
 
 
+# Settings other than the defaults, so that a task block read back with one of them lost
+# (the default in its place) differs from the one saved.
+NOT_DEFAULTS = {"tag": {"doc_stride": 5, "dropout": 0.2},
+                "squad": {"max_query_length": 5, "doc_stride": 3, "version_2": True,
+                          "max_answer_length": 7, "dropout": 0.2},
+                "embed": {"normalize": True}}
+
+
 @pytest.mark.parametrize("kind", ["classify", "regress", "tag", "squad", "embed"])
 def test_task_model_directory_round_trip(config, rng, tmp_path, kind):
     vocab = tmp_path / "vocab.txt"
@@ -216,7 +233,7 @@ def test_task_model_directory_round_trip(config, rng, tmp_path, kind):
     encoder = BertEncoder(config)
     labels = LabelVocab(["a", "b", "c"]) if kind in ("classify", "tag") else None
     task = {"kind": kind, "seq_length": SEQ, "pooling": {"classify": "cls", "embed": "mean"}.get(
-        kind)}
+        kind), **NOT_DEFAULTS.get(kind, {})}
     tokenizer = BertTokenizer(str(vocab), lower_case=True)
     saved = task_model(task, encoder, BertPreprocessor(tokenizer), labels and labels.names)
     model = saved.network
@@ -232,3 +249,14 @@ def test_task_model_directory_round_trip(config, rng, tmp_path, kind):
     # the same model through a `.keras` file: same class, same settings, same outputs
     reloaded = _round_trip(model, x, tmp_path)
     assert reloaded.get_config() == model.get_config()
+    # The task model itself, from its directory and through its own `.keras` file: its
+    # kind's class, with the task block it was saved with (the kinds' round-trip tests
+    # that also compare answers after training are `slow` for the tagger, span QA and
+    # the embedder; this is their fast guard).
+    saved.save(str(tmp_path / "task.keras"))
+    block = saved._task_block()
+    given = {key: value for key, value in task.items() if value is not None}
+    assert block == {**block, **given}  # the settings it was built with
+    for again in (loaded, keras.saving.load_model(str(tmp_path / "task.keras"))):
+        assert type(again) is type(saved) and again._task_block() == block, kind
+        assert again.labels == labels and again.preprocessor.seq_length == SEQ

@@ -46,6 +46,11 @@ def test_this_process_devices_are_read_through_tensorflow():
     assert default_jit_compile() is XLA_BY_DEVICE[found.kind]
 
 
+# 9 s on a 2-core Zen 4 (an XLA compilation): slow. In the README's tier:
+# test_window_kinds_fit_in_static_batches_under_xla[tag] (a task model compiled with
+# jit_compile=True keeps it through the fit that compiles again for its own steps, starts
+# at the device's default, and its optimizer runs the fit's steps).
+@pytest.mark.slow
 def test_compile_settings_survive_the_optimizer_fit_sizes(model_dir):
     keras.utils.set_random_seed(0)
     clf = TextClassifier.from_pretrained(model_dir, ["a", "b"], seq_length=SEQ,
@@ -85,7 +90,9 @@ class _Shapes(keras.callbacks.Callback):
         self.steps += 1
 
 
-@pytest.mark.parametrize("kind", ["tag", "squad"])
+# squad: 7 s on a 2-core Zen 4 (an XLA compilation), slow; `tag` keeps the XLA fit on
+# static window batches in the README's tier.
+@pytest.mark.parametrize("kind", ["tag", pytest.param("squad", marks=pytest.mark.slow)])
 def test_window_kinds_fit_in_static_batches_under_xla(kind, model_dir, tmp_path, monkeypatch):
     """Windows are rows at the sequence length: with the remainder dropped and full-length
     batches (what `fit` uses under a TPUStrategy: `Batching.resolved(..., static=True)`)
@@ -100,6 +107,7 @@ def test_window_kinds_fit_in_static_batches_under_xla(kind, model_dir, tmp_path,
         model = QuestionAnswerer.from_pretrained(model_dir, max_query_length=10,
                                                  seq_length=SEQ, precision="float32")
         x, y = _squad_data(tmp_path, 21)
+    assert model.jit_compile is default_jit_compile()
     rows = model._rows(x, y)
     stream, count = model._stream(rows, 4, seed=1, drop_remainder=True,
                                   batching=Batching().resolved(SEQ, True, static=True))
@@ -113,3 +121,4 @@ def test_window_kinds_fit_in_static_batches_under_xla(kind, model_dir, tmp_path,
     history = model.fit(x, y, epochs=1, batch_size=4, seed=1, verbose=0, callbacks=[steps])
     assert steps.steps == count // 4 < -(-count // 4), (steps.steps, count)
     assert model.jit_compile is True and np.isfinite(history.history["loss"][0])
+    assert model.compiled and model.optimizer.iterations.numpy() == steps.steps

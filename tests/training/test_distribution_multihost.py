@@ -112,7 +112,7 @@ def test_a_coordinator_that_never_answers_ends_in_a_timeout_error():
             "from keras_bert.training.distribution import initialize_hosts\n"
             "start = time.monotonic()\n"
             "try:\n"
-            f"    initialize_hosts('127.0.0.1:{port}', 2, 1, timeout=5)\n"
+            f"    initialize_hosts('127.0.0.1:{port}', 2, 1, timeout=1)\n"
             "finally:\n"
             "    print(f'waited {time.monotonic() - start:.1f} s', file=sys.stderr)\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(),
@@ -122,7 +122,7 @@ def test_a_coordinator_that_never_answers_ends_in_a_timeout_error():
             "until its timeout)") in done.stderr
     # The wait itself (the imports before it take what a busy host gives them).
     waited = float(done.stderr.split("waited ")[1].split(" s")[0])
-    assert 5 <= waited < 30, waited
+    assert 1 <= waited < 30, waited  # a 1 s timeout: the test waits no longer than it must
 
 
 # ----- two processes of 4 devices, against one process of one device -----------------------

@@ -65,20 +65,25 @@ def test_fit_finds_the_answers_and_first_words_as_answers_do_not(trained, model_
     assert control.evaluate(pairs, answers)["exact_match"] <= 40
 
 
-def test_fit_ends_with_the_weights_of_keras_bert_finetune(model_dir, tmp_path):
-    pairs, answers, path = _data(tmp_path, "train", 3, 32)
+def test_fit_ends_with_the_weights_of_keras_bert_finetune(trained, model_dir, tmp_path):
+    # The command repeats `trained`'s fit (its data, rate, epochs and seed), so that the
+    # Python side is the module's model rather than a fit of its own.
+    _, _, path = _data(tmp_path, "train", 1, 64)
     run_finetuning(FinetuneJob(task="squad", model=model_dir, train=path,
-                               out=str(tmp_path / "cli"), seq_length=SEQ, epochs=2,
-                               batch_size=16, learning_rate=1e-3, precision="float32",
-                               seed=11, verbose=0))
+                               out=str(tmp_path / "cli"), seq_length=SEQ, epochs=EPOCHS,
+                               batch_size=16, learning_rate=2e-3, precision="float32",
+                               seed=7, verbose=0))
     cli = TextTaskModel.load(str(tmp_path / "cli" / "model")).network
-    qa = _fresh(model_dir, seed=11, learning_rate=1e-3)
-    qa.fit(pairs, answers, epochs=2, batch_size=16, seed=11, verbose=0)
+    qa = trained[0]
     assert len(qa.network.weights) == len(cli.weights) > 30
     for a, b in zip(qa.network.weights, cli.weights, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
 
 
+# 9 s on a 2-core Zen 4 (an export and a Session load): slow. In the README's tier the
+# export path is guarded by the classifier's test_export_answers_what_predict_answered and
+# span QA's export by tests/export/test_task_exports.py (its decoder and `serve_ids`).
+@pytest.mark.slow
 def test_export_answers_what_predict_answered(trained, tmp_path):
     qa, (pairs, _), _ = trained
     long_context = "the sea is calm . " * 20 + pairs[0][1]  # several windows of 24
@@ -94,6 +99,11 @@ def test_export_answers_what_predict_answered(trained, tmp_path):
     np.testing.assert_allclose(got["score"], want["score"], rtol=0, atol=1e-5)
 
 
+# 8 s on a 2-core Zen 4 (three loads, each tracing `predict`): slow. In the README's tier:
+# tests/tasks/test_task_networks.py::test_task_model_directory_round_trip[squad] (the
+# directory, the `.keras` file and the task block, max_query_length included) and the
+# classifier's round trip of the same `TextTaskModel` code, answers compared.
+@pytest.mark.slow
 def test_model_directory_and_keras_file_round_trips(trained, tmp_path):
     qa, (pairs, _), _ = trained
     want = qa.predict(pairs)
