@@ -84,6 +84,47 @@ def replicas_in_sync() -> int:
     return 1
 
 
+def global_mean(total, count):
+    """A replica's share of the mean over the whole global batch of a loss that sums to
+    `total` over this replica's `count` elements (rows, labelled tokens), as Keras' `fit`
+    takes a replica's loss under a `tf.distribute` strategy of several replicas.
+
+    Keras averages each replica's loss over its own elements and sums the replicas'
+    gradients: the global mean only when every replica holds as many elements, which a
+    partial batch or a count of labelled tokens breaks. Here the gradient is
+    `d total / N` (N: every replica's elements; their sum over replicas is the global
+    mean's) and the value is `global mean / replicas` (Keras' logs multiply it back and
+    weigh the replicas by their rows). Call it with several replicas in sync only."""
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    total, count = tf.cast(total, tf.float32), tf.cast(count, tf.float32)
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    if context is None:  # cross-replica: Keras building the metrics, shapes only
+        return tf.math.divide_no_nan(total, count) / replicas
+    # One reduction each: a count from a shape lives on the host, a total on the device.
+    all_total, all_count = (context.all_reduce(tf.distribute.ReduceOp.SUM, v)
+                            for v in (total, count))
+    share = tf.math.divide_no_nan(total, all_count)
+    value = tf.math.divide_no_nan(all_total, all_count) / replicas
+    return share + tf.stop_gradient(value - share)
+
+
+def gather_replicas(value):
+    """`value` (rows first) of every replica in sync, in replica order, and where this
+    replica's rows start among them: in-batch negatives over the whole global batch. The
+    gradient reaching each replica's rows is summed over the replicas that used them."""
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None:  # cross-replica: Keras building the metrics, shapes only
+        return value, 0
+    rows = tf.shape(value)[:1]
+    gathered, counts = (context.all_gather(v, axis=0) for v in (value, rows))
+    start = tf.reduce_sum(counts[:context.replica_id_in_sync_group])
+    return gathered, start
+
+
 def static_batches(model) -> bool:
     """Whether `fit` must feed batches of one shape (the last, partial one dropped): under
     a `TPUStrategy`, which compiles one program per shape. Elsewhere a partial batch costs
@@ -218,6 +259,7 @@ def _capability(text) -> tuple[int, int]:
 
 __all__ = ["XLA_BY_DEVICE", "Devices", "batch_splits", "check_batch_size",
            "compiles_per_shape", "cpu_flags", "default_jit_compile", "devices",
-           "distribution_scope", "is_chief", "model_distribution", "process_count",
+           "distribution_scope", "gather_replicas", "global_mean", "is_chief",
+           "model_distribution", "process_count",
            "is_tensorflow", "name", "replicas_in_sync", "require_tensorflow",
            "static_batches"]

@@ -41,16 +41,16 @@ LEARNING_RATE = 5e-3
 LABELS = ["whale", "other"]
 
 
-def _sentences(count: int, seed: int) -> tuple[list[str], list[str]]:
+def sentences(count: int, seed: int) -> tuple[list[str], list[str]]:
     from tests.jobs.test_finetune import _sentences as rule
 
     rows = rule(np.random.default_rng(seed), count)
     return [" ".join(words) for words, _ in rows], [label for _, label in rows]
 
 
-def _data(kind: str, root: Path):
+def data(kind: str, root: Path):
     """`(x, y)` of `kind`'s fit, 32 examples (pretraining: documents, no y)."""
-    texts, labels = _sentences(32, seed=1)
+    texts, labels = sentences(32, seed=1)
     if kind == "classify":
         return texts, labels
     if kind == "pair":
@@ -144,7 +144,7 @@ def requests(kind: str, x) -> list:
     return [text for text, _ in x[:8]] if kind == "embed" else x[:8]
 
 
-def _answers(kind: str, model, x) -> dict:
+def answers(kind: str, model, x) -> dict:
     """The trained model's `predict` outputs on `requests`, as JSON values."""
     outputs = model.predict(requests(kind, x))
     return {name: np.asarray(value).tolist() for name, value in outputs.items()}
@@ -173,7 +173,7 @@ def fit(root: Path, kinds: list[str], xla: bool, accumulation: int,
 
     results = {}
     for kind in kinds:
-        x, y = _data(kind, root)
+        x, y = data(kind, root)
         steps = StepLosses()
         begin = time.perf_counter()
         if kind == "pretrain":
@@ -191,7 +191,7 @@ def fit(root: Path, kinds: list[str], xla: bool, accumulation: int,
         compiled = model.pretrainer if kind == "pretrain" else model
         results[kind] = {"losses": steps.losses, "seconds": time.perf_counter() - begin,
                          "jit_compile": compiled.jit_compile,
-                         "answers": _answers(kind, model, x),
+                         "answers": answers(kind, model, x),
                          "ids_answers": {} if kind == "pretrain" else _ids_answers(model)}
         if save is not None:
             model.save(str(save / kind))
@@ -205,7 +205,7 @@ def resume(root: Path) -> float:
     from keras_bert import FitSchedule
     from keras_bert.tasks.task_model import TextTaskModel
 
-    x, y = _data("classify", root)
+    x, y = data("classify", root)
 
     def fresh():
         model = TextTaskModel.load(str(root / "classify"))

@@ -57,7 +57,7 @@ def fit_once(kind: str, root: Path, distribution=None, user=None, accumulation: 
         keras.distribution.set_distribution(user)
     try:
         model = _load(kind, root, distribution)
-        x, y = backend_fit._data(kind, root)
+        x, y = backend_fit.data(kind, root)
         steps = StepLosses()
         callbacks = [steps] + ([KillAt(kill_at)] if kill_at else [])
         common = dict(batch_size=BATCH, epochs=EPOCHS, seed=5, verbose=0, callbacks=callbacks)
@@ -77,7 +77,7 @@ def fit_once(kind: str, root: Path, distribution=None, user=None, accumulation: 
         if save is not None:
             model.save(str(save))
         return {"losses": steps.losses, "weights": [np.asarray(w) for w in network.weights],
-                "answers": _floats(backend_fit._answers(kind, model, x)),
+                "answers": _floats(backend_fit.answers(kind, model, x)),
                 "evaluation": _evaluation(kind, model, x, y),
                 "devices": len(kernel.value.sharding.device_set)}
     finally:
@@ -180,7 +180,7 @@ def errors(root: Path) -> dict:
 
     found = {}
     model = _load("classify", root, "data_parallel")
-    x, y = backend_fit._data("classify", root)
+    x, y = backend_fit.data("classify", root)
     checkpoint = root / "bad-batch-checkpoints"
     try:
         model.fit(x, y, batch_size=12, seed=5, verbose=0, checkpoint_dir=str(checkpoint))

@@ -146,11 +146,11 @@ def test_an_interrupted_torch_fit_resumes_to_the_uninterrupted_weights(runs):
 def test_a_model_fitted_under_jax_exports_under_tensorflow(runs, kind, tmp_path):
     from keras_bert.export.session_bundle import SessionBundle
     from keras_bert.tasks.task_model import TextTaskModel
-    from tests.support.backend_fit import _data
+    from tests.support.backend_fit import data
 
     jax_answers = runs["jax"][kind]["answers"]
     model = TextTaskModel.load(str(runs.root / "jax-fitted" / kind))
-    x, _ = _data(kind, tmp_path)
+    x, _ = data(kind, tmp_path)
     inputs = {name: np.array(values, dtype=object)
               for name, values in model._requests(requests(kind, x)).items()}
     with SessionBundle(model.export(str(tmp_path / "serving"))) as bundle:

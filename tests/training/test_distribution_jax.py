@@ -174,10 +174,10 @@ def _assert_exports_under_tensorflow(root: Path, kind: str, answers: dict) -> No
     its export answers in TF Serving's Session loader as the 8-device `predict` did."""
     from keras_bert.export.session_bundle import SessionBundle
     from keras_bert.tasks.task_model import TextTaskModel
-    from tests.support.backend_fit import _data, requests
+    from tests.support.backend_fit import data, requests
 
     model = TextTaskModel.load(str(root / "data-parallel-fitted" / kind))
-    x, _ = _data(kind, root)
+    x, _ = data(kind, root)
     inputs = {name: np.array(values, dtype=object)
               for name, values in model._requests(requests(kind, x)).items()}
     with SessionBundle(model.export(str(root / "serving" / kind))) as bundle:

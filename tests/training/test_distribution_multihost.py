@@ -135,7 +135,7 @@ def root(tmp_path_factory) -> Path:
 
     root = tmp_path_factory.mktemp("multihost")
     backend_fit.init(root, kinds=[])
-    texts, labels = backend_fit._sentences(32, seed=1)
+    texts, labels = backend_fit.sentences(32, seed=1)
     with open(root / "train.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["text", "label"])

@@ -23,6 +23,7 @@ from keras_bert.models.task_network import (
     serialize_encoder,
     task_inputs,
 )
+from keras_bert.training import backends
 
 PADDING_LOGIT = -10000.0
 TARGET_NAMES = ("start_positions", "end_positions")
@@ -120,14 +121,19 @@ class BertQuestionAnswerer(keras.Model):
         return start, end
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """`span_loss` of the batch (+ any regularization losses)."""
+        """`span_loss` of the batch (+ any regularization losses); under a `tf.distribute`
+        strategy of several replicas, this replica's share of the global batch's."""
         if y is None:
             raise ValueError("BertQuestionAnswerer needs targets: start_positions and "
                              "end_positions")
         start, end = self._targets(y)
         total = span_loss(start, end, y_pred["start_logits"], y_pred["end_logits"])
-        if self.losses:
-            total = total + ops.cast(ops.sum(self.losses), "float32")
+        if backends.replicas_in_sync() > 1:  # a tf.distribute strategy: the global mean
+            rows = ops.shape(start)[0]
+            total = backends.global_mean(total * ops.cast(rows, "float32"), rows)
+        if self.losses:  # summed over the replicas as their gradients are
+            total = total + ops.cast(ops.sum(self.losses), "float32") / float(
+                backends.replicas_in_sync())
         return total
 
     def get_config(self):

@@ -29,6 +29,7 @@ from keras_bert.tasks.task_model import TextTaskModel
 from keras_bert.tasks.text_embedding.config import EmbedderExportOptions, TextEmbedderConfig
 from keras_bert.tasks.text_embedding.network import BertEmbedder
 from keras_bert.tasks.text_embedding.serving import embedding_serving
+from keras_bert.training import backends
 from keras_bert.training.distribution import distributed_builder
 
 # sentence-transformers' MultipleNegativesRankingLoss scale: cosines in [-1, 1] become
@@ -129,13 +130,21 @@ class TextEmbedder(TextTaskModel):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """In-batch negatives: softmax cross entropy of each text against every
-        paraphrase of its batch, logits the cosines times `SIMILARITY_SCALE`."""
+        paraphrase of its batch, logits the cosines times `SIMILARITY_SCALE`; under a
+        `tf.distribute` strategy of several replicas, the paraphrases of the whole global
+        batch, as on one device."""
         text, paraphrase = (keras.ops.normalize(keras.ops.cast(v, "float32"), axis=-1)
                             for v in (y_pred[0], y_pred[1]))
+        start, several = 0, backends.replicas_in_sync() > 1
+        if several:  # a tf.distribute strategy: every replica's paraphrases are negatives
+            paraphrase, start = backends.gather_replicas(paraphrase)
         logits = SIMILARITY_SCALE * keras.ops.matmul(text, keras.ops.transpose(paraphrase))
-        targets = keras.ops.arange(keras.ops.shape(logits)[0])
-        return keras.ops.mean(keras.losses.sparse_categorical_crossentropy(
-            targets, logits, from_logits=True))
+        rows = keras.ops.shape(logits)[0]
+        losses = keras.losses.sparse_categorical_crossentropy(
+            start + keras.ops.arange(rows), logits, from_logits=True)
+        if several:
+            return backends.global_mean(keras.ops.sum(losses), rows)
+        return keras.ops.mean(losses)
 
     def get_compile_config(self):
         """None: a `.keras` file of an embedder holds no optimizer (recompile to train on)."""

@@ -41,6 +41,7 @@ from keras_bert.tasks.token_classification.word_windows import (
     tokenize_words,
     word_windows,
 )
+from keras_bert.training import backends
 from keras_bert.training.distribution import distributed_builder
 
 FEATURE_CHUNK = 1024  # sentences featurised per call
@@ -96,6 +97,20 @@ class TokenClassifier(TextTaskModel):
         """Cross-entropy on first wordpieces only (`IGNORE_LABEL` elsewhere)."""
         return keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, ignore_class=IGNORE_LABEL), None
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras' loss; the default one under a `tf.distribute` strategy of several
+        replicas averaged over the labelled tokens of the whole global batch (Keras
+        averages over each replica's own, whose counts differ), as on one device."""
+        loss = super().compute_loss(x, y, y_pred, sample_weight, training)
+        replicas = backends.replicas_in_sync()
+        if (replicas == 1 or y is None or sample_weight is not None
+                or self._compile_arguments.get("loss") is not None):
+            return loss
+        labelled = keras.ops.sum(keras.ops.cast(keras.ops.not_equal(y, IGNORE_LABEL), "int32"))
+        # Keras' value: this replica's mean over its labelled tokens, divided by replicas.
+        return backends.global_mean(loss * float(replicas) * keras.ops.cast(
+            labelled, loss.dtype), labelled)
 
     def _rows(self, x, y) -> list[conll.TaggedSentence]:
         """Tagged sentences of `x` (sentences) and `y` (one tag list per sentence)."""
