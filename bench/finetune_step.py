@@ -10,8 +10,6 @@ windows:
                but not on LayerNorm/biases, warmup + linear decay, clipping at 1.0), trained
                with `model.fit` on `tf.data.Dataset.from_tensors(batch).repeat()`; fp32;
 * `ours_bf16`  the same under `mixed_bfloat16`;
-* `ours_keras_dropout`  `ours` with Keras' own `Dropout` in the encoder instead of
-               `BertDropout`'s 16-bit mask (what the encoder used before it);
 * `hf`         `transformers.BertForSequenceClassification` (PyTorch eager, SDPA, fp32) with
                `torch.optim.AdamW(lr, weight_decay=0.01)`, clipping at 1.0, its own loss.
 
@@ -32,11 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.support import common, sizes  # noqa: E402  (common: before TF/torch start)
-from bench.support.ablations import encoder_dropout  # noqa: E402
 
 # name: (num_layers, hidden_size, num_heads, intermediate_size, vocab_size); tiny: --quick
 CONFIGS = sizes.table("minilm-l6", "base", tiny=sizes.QUICK)
-ALL_CONTENDERS = ("ours", "ours_bf16", "ours_keras_dropout", "hf")
+ALL_CONTENDERS = ("ours", "ours_bf16", "hf")
 LEARNING_RATE = 5e-5
 
 
@@ -74,10 +71,9 @@ def ours(args, ids, labels, dtype, losses, name):
     layers, hidden, heads, intermediate, vocab = CONFIGS[args.config]
     config = keras_bert.BertConfig(vocab_size=vocab, hidden_size=hidden, num_layers=layers,
                                    num_heads=heads, intermediate_size=intermediate)
-    with encoder_dropout(keras.layers.Dropout if name == "ours_keras_dropout" else None):
-        model = TextClassifier._build_network(
-            keras_bert.BertEncoder(config, dtype=dtype), TextClassifier.config_class(),
-            list(range(args.classes)))
+    model = TextClassifier._build_network(
+        keras_bert.BertEncoder(config, dtype=dtype), TextClassifier.config_class(),
+        list(range(args.classes)))
     model.compile(optimizer=create_optimizer(LEARNING_RATE, 10_000, 1_000, 0.01),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   jit_compile=False)
@@ -136,8 +132,7 @@ def main(argv=None) -> int:
     ids = rng.integers(1000 if vocab > 2000 else 5, vocab, (args.batch, args.seq)).astype("int32")
     labels = rng.integers(0, args.classes, (args.batch,)).astype("int32")
     losses, fns = {}, {}
-    for name, dtype in (("ours", None), ("ours_bf16", "mixed_bfloat16"),
-                        ("ours_keras_dropout", None)):
+    for name, dtype in (("ours", None), ("ours_bf16", "mixed_bfloat16")):
         if name in args.contenders:
             fns[name] = ours(args, ids, labels, dtype, losses, name)
     if "hf" in args.contenders:
@@ -151,8 +146,7 @@ def main(argv=None) -> int:
                                  "last loss", "busy cores"], rows))
     summary = [[f"{a} / {b}", f"{timings[b].median / timings[a].median:.2f}x",
                 f"{timings[b].best / timings[a].best:.2f}x"]
-               for a, b in (("ours", "hf"), ("ours_bf16", "ours"), ("ours_bf16", "hf"),
-                            ("ours", "ours_keras_dropout"))
+               for a, b in (("ours", "hf"), ("ours_bf16", "ours"), ("ours_bf16", "hf"))
                if a in timings and b in timings]
     print()
     print(common.markdown_table(["ratio (steps/s)", "median", "best"], summary))

@@ -47,17 +47,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.support import common  # noqa: E402  (sets up the thread pools before TF starts)
-from bench.support.ablations import encoder_dropout  # noqa: E402
 
 LABELS = ["fresh", "rotten"]
 CLASSIFIERS = ("ours", "ours_grouped", "ours_full", "torch_loop", "hf_trainer_grouped",
                "keras_hub")
 # Not in the default run: the accuracy cost of training without attention dropout, the
 # condition under which JAX's fused attention kernel trains (keras_bert/layers/
-# fused_attention.py); on the CPU, TensorFlow, the same math as `ours`. `ours_keras_dropout`:
-# the encoder with Keras' own Dropout instead of BertDropout's 16-bit mask (what it was
-# before); `ours_bf16`: `precision="mixed_bfloat16"`, which `auto` picks only with AMX.
-ABLATIONS = ("ours_no_attention_dropout", "ours_keras_dropout", "ours_bf16")
+# fused_attention.py); on the CPU, TensorFlow, the same math as `ours`. `ours_bf16`:
+# `precision="mixed_bfloat16"`, which `auto` picks only with AMX.
+ABLATIONS = ("ours_no_attention_dropout", "ours_bf16")
 WINDOWED = ("tag", "tag_full", "squad", "squad_full")
 CONTENDERS = CLASSIFIERS + WINDOWED
 # The smoke check's: one of each path (ours cut and full, a torch peer, a windowed kind), so
@@ -140,16 +138,13 @@ def prepare(args, root: str) -> dict:
 
 
 def fit_ours(args, weights, contender) -> tuple[float, float]:
-    import keras
-
     import keras_bert
 
     texts, labels, held_texts, held_labels = sentences(args)
     precision = "mixed_bfloat16" if contender == "ours_bf16" else None
-    with encoder_dropout(keras.layers.Dropout if contender == "ours_keras_dropout" else None):
-        clf = keras_bert.TextClassifier.from_pretrained(
-            weights["ours"], labels=LABELS, seq_length=32 if args.quick else 128,
-            precision=precision)
+    clf = keras_bert.TextClassifier.from_pretrained(
+        weights["ours"], labels=LABELS, seq_length=32 if args.quick else 128,
+        precision=precision)
     batching = {"ours_grouped": {"group_by_length": True},
                 "ours_full": {"length_buckets": "full"}}.get(contender, {})
     if contender == "ours_no_attention_dropout":

@@ -4,7 +4,6 @@ import keras
 from keras import ops
 
 from keras_bert.backend import is_tensorflow
-from keras_bert.layers.dropout import BertDropout
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -39,7 +38,7 @@ class BertEmbeddings(keras.layers.Layer):
             **common)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, name="layer_norm", **common)
-        self.dropout = BertDropout(dropout, **common)
+        self.dropout = keras.layers.Dropout(dropout, **common)
 
     def build(self, input_shape=None):
         self.word_embeddings.build((None, None))

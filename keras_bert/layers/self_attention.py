@@ -6,7 +6,6 @@ import keras
 from keras import ops
 
 from keras_bert.layers import fused_attention
-from keras_bert.layers.dropout import BertDropout
 
 # Added to the scores of padding positions before the softmax (in float32).
 _MASK_PENALTY = -1e9
@@ -51,7 +50,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.key = keras.layers.Dense(hidden_size, name="key", **dense)
         self.value = keras.layers.Dense(hidden_size, name="value", **dense)
         self.output_dense = keras.layers.Dense(hidden_size, name="output", **dense)
-        self.dropout = BertDropout(dropout, dtype=self.dtype_policy)
+        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, input_shape):
         for layer in (self.query, self.key, self.value, self.output_dense):

@@ -4,7 +4,6 @@ import keras
 from keras import ops
 
 from keras_bert.layers.activations import get_activation
-from keras_bert.layers.dropout import BertDropout
 from keras_bert.layers.self_attention import BertSelfAttention
 
 
@@ -43,7 +42,7 @@ class BertTransformerBlock(keras.layers.Layer):
                                                name="output", dtype=policy)
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, name="output_layer_norm", dtype=policy)
-        self.dropout = BertDropout(hidden_dropout, dtype=policy)
+        self.dropout = keras.layers.Dropout(hidden_dropout, dtype=policy)
 
     def build(self, input_shape):
         shape = (None, None, self.hidden_size)
