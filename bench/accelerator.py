@@ -61,7 +61,12 @@ from bench.support.accelerator_profile import (  # noqa: E402
     profile_table,
     summarise_folders,
 )
-from bench.support.accelerator_step import SEQ, batches_at, time_pretraining  # noqa: E402
+from bench.support.accelerator_step import (  # noqa: E402
+    SEQ,
+    batches_at,
+    data_parallel_overhead,
+    time_pretraining,
+)
 
 
 def device_name() -> str:
@@ -188,6 +193,9 @@ def parse_args(argv=None):
         run.add_argument("--seqs", default="128,512", help="sequence lengths, comma-separated")
         run.add_argument("--attention-dropout", default="0.0",
                          help="comma-separated: a row each (0: the fused attention)")
+        run.add_argument("--data-parallel", action="store_true",
+                         help="and, at the first seq, the step with no distribution against "
+                         "Keras' DataParallel over the visible devices (interleaved)")
         run.add_argument("--float8", action="store_true", help="and a row with Keras' float8 "
                          "training of the Dense layers, at the first seq")
         run.add_argument("--profile", help="trace a few steps at the first seq into "
@@ -258,6 +266,11 @@ def _model_rows(name: str, args, result: dict) -> None:
                 "model": name, "seq": seq, "attention_dropout": dropouts[0],
                 "precision": f"float8/{args.precision}",
                 **_part(args, partial(_float8_row, name, reference, args, seq, dropouts[0]))})
+        if args.data_parallel and seq == seqs[0] and (reference or {}).get("batch"):
+            result.setdefault("data_parallel", []).append(_part(args, partial(
+                data_parallel_overhead, name, reference["batch"], args, seq)))
+            _write(args, result)
+            _free()
 
 
 def _float8_row(name: str, reference: dict, args, seq: int, dropout: float) -> dict:
@@ -323,6 +336,14 @@ def report(result: dict, precision: str) -> str:
         parts.append(profile_table({m: p for m, p in traced.items() if "shares" in p}))
     parts += [f"profile of {m}: {p.get('note') or p.get('error')}"
               for m, p in traced.items() if "shares" not in p]
+    overhead = [[r["model"], r["seq"], r["batch"], r["devices"],
+                 f"{r['ms_per_step_none']:.1f}", f"{r['ms_per_step_data_parallel']:.1f}",
+                 f"{r['data_parallel_over_none']:.3f}x"]
+                for r in result.get("data_parallel", []) if "devices" in r]
+    if overhead:
+        parts.append(common.markdown_table(
+            ["data parallel", "seq", "batch", "devices", "ms/step, none (median)",
+             "ms/step, DataParallel (median)", "DataParallel / none"], overhead))
     tune = result.get("finetuning")
     if tune and "error" in tune:
         parts.append(f"fine-tuning failed: {tune['error']}")
@@ -369,6 +390,9 @@ def main(argv=None) -> dict | None:
         # the profile and its summary.
         args.models, args.batches, args.steps, args.epochs = "tiny", "8", 2, 1
         args.seqs, args.float8, args.strict = "128,64", True, True
+        import keras
+
+        args.data_parallel = keras.backend.backend() == "jax"  # Keras' distribution is JAX's
         with tempfile.TemporaryDirectory() as folder:
             args.data, args.profile = folder, os.path.join(folder, "profile")
             prepare(argparse.Namespace(out=folder, quick=True, wheels=False))

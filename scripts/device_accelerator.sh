@@ -20,6 +20,12 @@
 #   command:   bash scripts/device_accelerator.sh --seqs 128 --attention-dropout 0.1 --steps 10 --skip-finetuning
 #   carry:     [".accelerator"]
 #   timeout_s: 300
+# Keras' DataParallel on the one GPU against no distribution (issue 61: within 3% shows the
+# layer costs nothing), a third call on the warm machine (three compilations of base, about
+# 150 s):
+#   command:   bash scripts/device_accelerator.sh --models base --seqs 128 --data-parallel --steps 10 --skip-finetuning
+#   carry:     [".accelerator"]
+#   timeout_s: 300
 #
 #   bash scripts/device_accelerator.sh probe          versions and devices only (a short call)
 #   bash scripts/device_accelerator.sh [ARGS...]      the benchmark (`run` ARGS: --models ...)

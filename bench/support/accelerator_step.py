@@ -132,3 +132,40 @@ def time_pretraining(name: str, batch: int, args, seq: int = SEQ, dropout: float
             "mfu": None if peak is None else flops / peak,
             "ms_per_step": 1000 * seconds / args.steps, "warm_up_s": compile_seconds,
             "last_loss": last_loss, **extra}
+
+
+def data_parallel_overhead(name: str, batch: int, args, seq: int = SEQ, rounds: int = 5) -> dict:
+    """BERT `name`'s pretraining step at `batch` x `seq`, built and fit with no
+    distribution and under Keras' `DataParallel` over every visible device (the package's
+    `distribution="data_parallel"`, `keras_bert.training.distribution`), the same seed and
+    batch: a warm-up fit of each, then `rounds` interleaved fits of `args.steps` steps each,
+    medians. On one device the layer should cost nothing (a ratio of about 1.0)."""
+    import contextlib
+
+    import keras
+    import numpy as np
+
+    from bench.support import common
+    from keras_bert.training.distribution import get_distribution
+
+    vocab = CONFIGS[name][4]
+    one = pretraining_batch(batch, seq, masked_positions(seq), vocab)
+    data = {k: np.concatenate([v] * args.steps) for k, v in one.items()}
+    distribution = get_distribution("data_parallel")
+    plain = pretrainer(name, args, 0.0, False)
+    with distribution.scope():
+        spread = pretrainer(name, args, 0.0, False)
+
+    def fit(model, scope):
+        with scope:
+            history = model.fit(data, batch_size=batch, verbose=0, shuffle=False)
+        return float(history.history["loss"][-1])  # the last step has finished
+
+    timings = common.interleaved(
+        {"none": lambda: fit(plain, contextlib.nullcontext()),
+         "data_parallel": lambda: fit(spread, distribution.scope())}, rounds, warmup=1)
+    none, spread_ms = (1000 * timings[k].median / args.steps for k in ("none", "data_parallel"))
+    return {"model": name, "seq": seq, "batch": batch, "devices": len(keras.distribution.
+                                                                      list_devices()),
+            "ms_per_step_none": none, "ms_per_step_data_parallel": spread_ms,
+            "data_parallel_over_none": spread_ms / none, "rounds": rounds}

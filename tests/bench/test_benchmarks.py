@@ -34,6 +34,7 @@ BENCHMARKS = {
                       r"\| tiny \| 64 \| 0\.0 \| 8 \| mixed_bfloat16 \| [\d.]+ \|(?s:.*)"
                       r"\| matrix products \| [\d.]+% \([\d.]+ ms\) \|(?s:.*)"
                       r"\| optimizer \| separated \(HLO scopes\) \|(?s:.*)"
+                      r"\| tiny \| 128 \| 8 \| 1 \| [\d.]+ \| [\d.]+ \| [\d.]+x \|(?s:.*)"
                       r"\| MiniLM, Rotten Tomatoes \| 64 / 32 \| 1 \| float32 \|",
     "finetune_step.py": r"\| ours / hf \| [\d.]+x \|",
     "preprocessing_cost.py": r"session: preprocessing adds -?[\d.]+% at batch 1",
