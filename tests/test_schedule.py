@@ -19,6 +19,7 @@ from tests.support.schedule import (
     LANDING_BUDGET_S,
     PYTHON_SLOTS,
     landing_python,
+    plan_rows,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -159,15 +160,15 @@ def test_adding_a_slow_test_needs_no_table_edit(pytester, monkeypatch):
     assert table.read_text() == before
 
 
-def test_the_suites_cycle_runs_every_slow_test_once_within_budget():
+def test_the_suites_cycle_runs_every_slow_test_once_within_budget(monkeypatch):
     """The plan of this suite (`schedule.py plan`, as CI computes it): every landing's slow
     tests under LANDING_BUDGET_S, at most one older environment a landing and only on the
-    development Python's landings, no test twice; the tests that need torch too."""
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "support", "schedule.py"),
-                           "plan", "--json"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    landings = json.loads(done.stdout.splitlines()[-1])
+    development Python's landings, no test twice; the tests that need torch too. Collected
+    in this process (`plan_rows`, what `schedule.py plan` prints): an xdist worker has
+    imported every test module for its own collection, which a fresh process did again
+    (12.5 s on a 2-core Zen 4)."""
+    monkeypatch.chdir(ROOT)  # pytest's testpaths apply from the root
+    landings = plan_rows()
     assert [row["landing"] for row in landings] == list(range(CYCLE))
     ids = [t for row in landings for tests in row["units"].values() for t in tests]
     assert len(ids) == len(set(ids)) > 100
@@ -201,6 +202,13 @@ def pytest_collection_modifyitems(config, items):
 """
 
 
+def _run(pytester, *args: str):
+    """A run of the sample in this process, as `_collect` runs its collections (a fresh
+    interpreter per run cost ~1.4 s each on a 2-core Zen 4)."""
+    return pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+                                        *args)
+
+
 def test_ci_runs_one_exhaustive_test_and_its_log_feeds_the_table(pytester, monkeypatch):
     """`.ci/run`'s selection (`-m "not exhaustive or ci_pick"`) keeps the README's tier and
     the exhaustive test at the commit count modulo their number, the durations log names
@@ -216,8 +224,7 @@ def test_ci_runs_one_exhaustive_test_and_its_log_feeds_the_table(pytester, monke
     for rotation, shard in ((36, 0), (37, 1), (41, 2)):
         monkeypatch.setenv("KERAS_BERT_ROTATION", str(rotation))
         xml = str(pytester.path / f"junit-{rotation}.xml")
-        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--junitxml={xml}",
-                                               "-m", "not exhaustive or ci_pick", "-v")
+        result = _run(pytester, f"--junitxml={xml}", "-m", "not exhaustive or ci_pick", "-v")
         result.assert_outcomes(passed=2)
         result.stdout.fnmatch_lines([f"*test_sweep[[]{shard}[]] PASSED*"])
         cases = test_durations.read_cases(xml)
@@ -230,8 +237,7 @@ def test_ci_runs_one_exhaustive_test_and_its_log_feeds_the_table(pytester, monke
             "test_sample.py::test_sweep[0]", "test_sample.py::test_sweep[1]",
             "test_sample.py::test_sweep[2]"]
     monkeypatch.delenv("KERAS_BERT_ROTATION")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider",
-                                           "-m", "not exhaustive or ci_pick")
+    result = _run(pytester, "-m", "not exhaustive or ci_pick")
     result.assert_outcomes(passed=1, deselected=3)
 
 

@@ -186,8 +186,11 @@ def longest_files_first(items, durations: dict[str, float]) -> None:
     items.sort(key=lambda item: -per_file[item.nodeid.split("::")[0]])
 
 
-def _print_plan(as_json: bool) -> int:
-    """Collects the suite (KERAS_BERT_ROTATION=0) and prints each landing of its plan."""
+def plan_rows() -> list[dict]:
+    """Collects the suite in this process (from the repository's root, without a landing
+    number, so that no slow test is dropped) and returns each landing of its plan: its
+    number, Python, seconds, units and the tests its Python cannot run. In a process that
+    collected the suite already (an xdist worker), the test modules are not imported again."""
     import contextlib
     import io
 
@@ -203,17 +206,29 @@ def _print_plan(as_json: bool) -> int:
             Capture.landings = plan(units(items, read_durations(str(config.rootpath))))
             return (yield)
 
-    os.environ.pop("KERAS_BERT_ROTATION", None)  # plan() over every test, none dropped
-    with contextlib.redirect_stdout(io.StringIO()):
-        pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                     "-m", ""], plugins=[Capture()])
-    rows = [{"landing": turn, "python": landing_python(turn),
+    rotation = os.environ.pop("KERAS_BERT_ROTATION", None)  # plan() over every test
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider",
+                                "-p", "no:xdist", "-m", ""], plugins=[Capture()])
+        if code != 0:
+            raise RuntimeError(f"the suite's collection failed ({code}):\n"
+                               + out.getvalue()[-3000:])
+    finally:
+        if rotation is not None:
+            os.environ["KERAS_BERT_ROTATION"] = rotation
+    return [{"landing": turn, "python": landing_python(turn),
              "seconds": round(sum(u.seconds for u in landing), 1),
              "units": {u.name: [i.nodeid for i in u.items] for u in landing},
              # the landing's tests its Python cannot run: none, if the plan is right
              "left_out": [i.nodeid for u in landing for i in u.items
                           if python_bound(i, landing_python(turn))]}
             for turn, landing in enumerate(Capture.landings)]
+
+
+def _print_plan(as_json: bool) -> int:
+    """Prints each landing of the suite's plan (`plan_rows`)."""
+    rows = plan_rows()
     if as_json:
         print(json.dumps(rows))
         return 0

@@ -51,7 +51,7 @@ def trained(model_dir):
     return clf, _sentences(2, 32)
 
 
-def test_fit_on_raw_strings_learns_the_rule_and_shuffled_labels_do_not(trained, model_dir):
+def test_fit_on_raw_strings_learns_the_rule(trained):
     clf, (texts, labels) = trained
     scores = clf.evaluate(texts, labels)
     answers = clf.predict(texts)
@@ -61,7 +61,16 @@ def test_fit_on_raw_strings_learns_the_rule_and_shuffled_labels_do_not(trained, 
     # Measured over the starting models of seeds 0-4 (tests/conftest.py: model_dir):
     # accuracy 1.0 each; shuffled labels 0.375-0.5 (the held-out set is balanced).
     assert accuracy >= 0.9, scores
-    # Negative control: the same fit on shuffled labels stays near chance.
+
+
+# The control's own 12-epoch fit, 5.4 s on a 2-core Zen 4: slow. In the README's tier the
+# controls of the same fit path stay: test_multilabel_classifier.py's shuffled labels (a
+# SentenceModel too, fitted as this one) and test_token_classifier.py's shuffled tags.
+@pytest.mark.slow
+def test_fit_on_shuffled_labels_stays_near_chance(model_dir):
+    """Negative control of test_fit_on_raw_strings_learns_the_rule: the same fit on
+    shuffled labels stays near chance on the same held-out set."""
+    texts, labels = _sentences(2, 32)
     keras.utils.set_random_seed(7)
     control = TextClassifier.from_pretrained(model_dir, labels=LABELS, seq_length=SEQ,
                                              precision="float32")
