@@ -261,7 +261,7 @@ class TextPretrainer(keras.Model):
                             "shuffles with its own seed (seed=)")
         if int(epochs) < 1:
             raise ValueError(f"epochs must be at least 1, got {epochs}")
-        from keras_bert.training.backends import check_batch_size, distribution_scope
+        from keras_bert.training.backends import check_batch_size, distribution_scope, process_count
 
         check_batch_size(self.pretrainer, int(batch_size or DEFAULT_BATCH_SIZE))
         seed = _seed(seed)
@@ -270,8 +270,11 @@ class TextPretrainer(keras.Model):
             start = self._start(int(epochs) * steps_per_epoch, checkpoint,
                                 kwargs.get("verbose", 1))
         if validation_data is not None:
+            # Many processes: Keras slices each validation batch per process by the stream's
+            # static batch size, which a partial last batch leaves unknown ('The batch size
+            # of the input dataset is unknown'): they validate on whole batches.
             validation_data = self._held_out(validation_data, batch_size, validation_steps,
-                                             seed)
+                                             seed, whole=process_count() > 1)
         callbacks = list(kwargs.pop("callbacks", None) or [])
         if checkpoint is not None and checkpoint not in callbacks:
             callbacks.insert(0, checkpoint)  # among `callbacks`, it saves in its place
@@ -330,11 +333,13 @@ class TextPretrainer(keras.Model):
         with undistributed():  # whole batches, a partial last one too (JAX)
             return held_out_scores(self.pretrainer, dataset)
 
-    def _held_out(self, data, batch_size: int | None, steps: int, seed: int):
-        """`pretrain`'s evaluation set: the same batches on every pass."""
+    def _held_out(self, data, batch_size: int | None, steps: int, seed: int,
+                  whole: bool = False):
+        """`pretrain`'s evaluation set: the same batches on every pass (`whole`: the last
+        one dropped when partial)."""
         options = self.masking.options(self.preprocessor.seq_length, seed)
         return held_out_set(data, self.tokenizer, int(batch_size or DEFAULT_BATCH_SIZE),
-                            steps, options)
+                            steps, options, whole=whole)
 
     # ----- using --------------------------------------------------------------------------
 

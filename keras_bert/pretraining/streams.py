@@ -90,29 +90,33 @@ def training_stream(data, tokenizer, batch_size: int, options: PretrainingOption
     return stream, int(steps_per_epoch)
 
 
-def held_out_set(data, tokenizer, batch_size: int, steps: int,
-                 options: PretrainingOptions) -> tf.data.Dataset | None:
+def held_out_set(data, tokenizer, batch_size: int, steps: int, options: PretrainingOptions,
+                 whole: bool = False) -> tf.data.Dataset | None:
     """The first `steps` batches of `batch_size` from `data`, the same on every pass (no
     shuffle; documents: the pairs and masks of `options.seed`), with their number declared
-    (`keras_bert.pretraining.evaluation.with_known_length`); None when there are none."""
+    (`keras_bert.pretraining.evaluation.with_known_length`); None when there are none.
+    `whole`: the last batch is dropped when partial, so that the stream declares its batch
+    size (what Keras' `distribute_dataset` slices each batch per process by)."""
     from keras_bert.pretraining.evaluation import with_known_length
 
     if isinstance(data, PretrainingRecords):
-        dataset = _records(data, options, batch_size, shuffle=False)
+        dataset = _records(data, options, batch_size, shuffle=False, drop_remainder=whole)
     else:
         tokens = tokenize_documents(as_documents(data), tokenizer)
-        dataset = pretraining_dataset(tokens, tokenizer, batch_size, options, dynamic=False)
+        dataset = pretraining_dataset(tokens, tokenizer, batch_size, options, dynamic=False,
+                                      drop_remainder=whole)
     return with_known_length(dataset.take(int(steps)))
 
 
 def _records(records: PretrainingRecords, options: PretrainingOptions, batch_size: int,
-             shuffle: bool) -> tf.data.Dataset:
-    """Training (`shuffle`: shuffled, repeated, full batches) or held-out batches."""
+             shuffle: bool, drop_remainder: bool = False) -> tf.data.Dataset:
+    """Training (`shuffle`: shuffled, repeated, full batches) or held-out batches (the last
+    one partial unless `drop_remainder`)."""
     from keras_bert.pretraining.tfrecord import read_examples
 
     if not shuffle:
         return read_examples(records.pattern, options.seq_length, options.max_predictions,
-                             batch_size)
+                             batch_size, drop_remainder=drop_remainder)
     return read_examples(records.pattern, options.seq_length, options.max_predictions,
                          batch_size, shuffle_buffer=SHUFFLE_BUFFER, seed=options.seed,
                          repeat=True, drop_remainder=True)

@@ -93,8 +93,12 @@ def read_examples(pattern: str, seq_length: int, max_predictions: int, batch_siz
     ds = tf.data.Dataset.from_tensor_slices(sorted(files))
     if shuffle_buffer:
         ds = ds.shuffle(len(files), seed=seed)
+    # In a fixed order unless shuffled without a seed: the held-out batches are the same on
+    # every pass, and every process of a multi-process run reads the same global batches (a
+    # process keeps its slice of each).
     ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), 4),
-                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None)
+                       num_parallel_calls=tf.data.AUTOTUNE,
+                       deterministic=seed is not None or not shuffle_buffer)
     if repeat:
         ds = ds.repeat()
     if shuffle_buffer:

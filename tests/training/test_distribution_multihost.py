@@ -8,9 +8,13 @@ the 8 devices: killed after step 5, then resumed from process 0's step-4 checkpo
 losses and weights equal one process on one device (the tolerances of
 `test_distribution_jax.py`). Process 1 gets an output directory of its own, so that what it
 writes shows: nothing; before the resumed run it gets a copy of process 0's, as a shared
-file system would give it. The in-process tests (pytest's TensorFlow backend) check the
-settings' messages; a coordinator that never answers ends in a `TimeoutError` within the
-bound, in a JAX process.
+file system would give it. `keras-bert pretrain`'s job (`--job pretrain`: `TextPretrainer.fit`
+on TFRecords, validated on their first batches) runs the same way, killed in its third epoch
+and resumed from its step-4 checkpoint; each process must have fed its half of every global
+batch (which equal losses cannot show: a whole batch fed by each process counts every
+example twice, and gives the same mean). The in-process tests (pytest's TensorFlow
+backend) check the settings' messages; a coordinator that never answers ends in a
+`TimeoutError` within the bound, in a JAX process.
 """
 
 from __future__ import annotations
@@ -231,4 +235,63 @@ def test_two_processes_fit_and_resume_as_one_device_and_only_process_0_writes(ro
     metrics = [json.loads((root / f"{run}-p0" / "metrics.json").read_text())
                for run in ("one", "killed")]
     assert metrics[1]["eval_examples"] == 13
+    assert metrics[1]["eval"] == pytest.approx(metrics[0]["eval"], abs=1e-6)
+
+
+# ----- pretraining: keras-bert pretrain's job on TFRecords ---------------------------------
+
+@pytest.fixture(scope="module")
+def records(root) -> Path:
+    """`root` with the zero-dropout pretrainer and its TFRecords (`multihost_fit`'s)."""
+    from tests.support.multihost_fit import write_records
+
+    write_records(root)
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.needs_jax
+@pytest.mark.timeout(3 * PROCESS_TIMEOUT + 300)
+def test_two_processes_pretrain_and_resume_as_one_device_and_only_process_0_writes(records):
+    from tests.support.multihost_fit import BATCH, PRETRAIN_EVAL_STEPS, PRETRAIN_STEPS
+
+    root, job = records, ("--job", "pretrain")
+    alone = _start(root, "pre-one", 1, *job, "--distribution", "none")
+    killed = _start(root, "pre-killed", PROCESSES, *job, "--kill-at", str(KILL_AT))
+    (one,) = _results(root, alone)
+    assert len(one["losses"]) == PRETRAIN_STEPS and one["batches"].size == 0
+    assert not np.allclose(one["losses"], one["losses"][0])  # the fit moved
+
+    for i, found in enumerate(_results(root, killed)):
+        assert (int(found["process"]), int(found["processes"])) == (i, PROCESSES)
+        assert int(found["devices"]) == PROCESSES * LOCAL_DEVICES and bool(found["killed"])
+        # Each process fed its half of every global batch of 8, training and validation.
+        assert found["batches"].tolist() == [[BATCH // PROCESSES, BATCH]], found["batches"]
+        _assert_same(found["losses"], one["losses"][:KILL_AT], f"process {i}, killed")
+    # Checkpoints at epoch ends (2 steps each): the kill in the third epoch leaves two.
+    assert sorted(os.listdir(root / "pre-killed-p0" / "checkpoints")) == [
+        "ckpt-000000002.npz", "ckpt-000000004.npz"]
+    assert not (root / "pre-killed-p1").exists()  # process 1 wrote nothing
+
+    shutil.copytree(root / "pre-killed-p0", root / "pre-killed-p1")  # a shared file system
+    before = _files(root / "pre-killed-p1")
+    for i, found in enumerate(_results(root, _start(root, "pre-killed", PROCESSES, *job))):
+        _assert_same(found["losses"], one["losses"][4:], f"process {i}, resumed")
+        for a, b in zip(_weights(one), _weights(found), strict=True):
+            assert np.max(np.abs(a - b)) <= WEIGHTS_ATOL
+    assert _files(root / "pre-killed-p1") == before  # read, not written
+    written = set(os.listdir(root / "pre-killed-p0"))
+    assert {"model", "pretrainer.weights.h5", "metrics.json", "history.json",
+            "curves.png"} <= written
+    assert "complete.json" in os.listdir(root / "pre-killed-p0" / "checkpoints")
+    # The final held-out scores (outside the distribution) are one device's.
+    metrics = [json.loads((root / f"{run}-p0" / "metrics.json").read_text())
+               for run in ("pre-one", "pre-killed")]
+    assert metrics[1]["eval"]["examples"] == PRETRAIN_EVAL_STEPS * BATCH
+    # Each epoch's validation on the records' first batches too (under the distribution).
+    logs = [json.loads((root / f"{run}-p0" / "history.json").read_text())
+            for run in ("pre-one", "pre-killed")]
+    assert sorted(logs[1]) == sorted(logs[0]) and "val_loss" in logs[1]
+    for key, values in logs[0].items():
+        _assert_same(np.array(logs[1][key]), values, key)
     assert metrics[1]["eval"] == pytest.approx(metrics[0]["eval"], abs=1e-6)
