@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from tests.support.package_walk import KIND_FOLDERS, modules_outside_kind_folders
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PROBE = """
@@ -145,8 +147,6 @@ def test_modules_import_each_other_without_cycles():
 
 
 
-KIND_FOLDERS = ("text_classification", "token_classification", "question_answering",
-                "text_embedding")
 # The parts every kind's folder holds (`keras_bert/tasks/__init__.py`).
 KIND_PARTS = ("config.py", "network.py", "model.py", "serving.py")
 
@@ -206,21 +206,6 @@ def _kind_classes() -> dict[str, str]:
     return classes
 
 
-def _code_outside_kind_folders():
-    """`(path relative to the repository, AST)` of each module of `keras_bert` outside the
-    kinds' folders and `KIND_NAMES_ALLOWED`."""
-    import ast
-
-    for root, _, files in os.walk(os.path.join(REPO, "keras_bert")):
-        for name in sorted(files):
-            rel = os.path.relpath(os.path.join(root, name), REPO).replace(os.sep, "/")
-            if not name.endswith(".py") or rel.startswith(KIND_NAMES_ALLOWED) or any(
-                    rel.startswith(f"keras_bert/tasks/{folder}/") for folder in KIND_FOLDERS):
-                continue
-            with open(os.path.join(root, name), encoding="utf-8") as f:
-                yield rel, ast.parse(f.read())
-
-
 def kind_code_outside_its_folder() -> list[str]:
     """Where code outside the kinds' folders names a kind's class (its model, network,
     config, serving or reader classes) or a kind's module: `path:line name`. Prose
@@ -230,7 +215,7 @@ def kind_code_outside_its_folder() -> list[str]:
     classes = _kind_classes()
     modules = {f"keras_bert.tasks.{folder}" for folder in KIND_FOLDERS}
     found = []
-    for rel, tree in _code_outside_kind_folders():
+    for rel, tree in modules_outside_kind_folders(KIND_NAMES_ALLOWED):
         for node in ast.walk(tree):
             names = []
             if isinstance(node, ast.Name):

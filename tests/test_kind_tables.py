@@ -12,24 +12,11 @@ import re
 
 import pytest
 
+from tests.support.package_walk import modules_outside_kind_folders
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KIND_FOLDERS = ("text_classification", "token_classification", "question_answering",
-                "text_embedding")
 # Where a kind's Hugging Face names may be spelled outside its folder.
 ALLOWED = ("keras_bert/tasks/registry.py", "keras_bert/jobs/", "keras_bert/cli/")
-
-
-def _modules_outside_kind_folders():
-    """`(path relative to the repository, AST)` of each module of `keras_bert` outside the
-    kinds' folders and `ALLOWED`."""
-    for root, _, files in os.walk(os.path.join(REPO, "keras_bert")):
-        for name in sorted(files):
-            rel = os.path.relpath(os.path.join(root, name), REPO).replace(os.sep, "/")
-            if not name.endswith(".py") or rel.startswith(ALLOWED) or any(
-                    rel.startswith(f"keras_bert/tasks/{folder}/") for folder in KIND_FOLDERS):
-                continue
-            with open(os.path.join(root, name), encoding="utf-8") as f:
-                yield rel, ast.parse(f.read())
 
 
 def kind_hf_names() -> tuple[set[str], set[str]]:
@@ -50,7 +37,7 @@ def kind_hf_names_outside_their_folders() -> list[str]:
     class or head table in a string literal: `path:line literal`."""
     exact, inside = kind_hf_names()
     found = []
-    for rel, tree in _modules_outside_kind_folders():
+    for rel, tree in modules_outside_kind_folders(ALLOWED):
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
                     node.value in exact or any(part in node.value for part in inside)):

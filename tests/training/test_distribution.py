@@ -2,12 +2,13 @@
 processes on localhost train like one device on the same global batch."""
 
 import os
-import socket
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+from tests.support.ports import free_ports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -51,19 +52,9 @@ def test_mirrored_two_logical_cpus_equals_one_device(single, tmp_path):
     _assert_same_training(single, _load(tmp_path / "mirrored.npz"))
 
 
-def _free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("localhost", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 @pytest.mark.slow
 def test_multi_worker_two_processes_agree(single, tmp_path):
-    ports = _free_ports(2)
+    ports = free_ports(2)
     workers = [_start("worker", tmp_path, i, *ports) for i in range(2)]
     for worker in workers:
         _wait(worker)

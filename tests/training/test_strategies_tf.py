@@ -14,7 +14,6 @@ dropout, 8 steps at 5e-3, AMD EPYC): docs/distribution.md, "TensorFlow strategie
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 import pytest
 
 from tests.support.backend_fit import KINDS
+from tests.support.ports import free_ports
 
 pytestmark = pytest.mark.slow
 
@@ -90,19 +90,9 @@ def test_mirrored_fit_of_every_kind_equals_one_device(runs, kind):
     assert (runs / "saved" / kind / "keras_bert.json").exists()  # saved from the strategy
 
 
-def _free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 @pytest.mark.timeout(2 * TIMEOUT + 60)
 def test_multi_worker_fit_of_every_kind_agrees_and_equals_one_device(runs):
-    ports = _free_ports(2)
+    ports = free_ports(2)
     _wait(*[_start("worker", runs / "models", runs, "--index", i, "--ports", *ports)
             for i in range(2)])
     for kind in TASK_KINDS:
