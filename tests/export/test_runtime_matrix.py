@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from keras_bert.checkpoints import load_model_dir
 from keras_bert.export.hub_pair import export_hub_pair
+from keras_bert.models.encoder import INPUT_NAMES
 from keras_bert.tasks.task_dir import export_model
 from keras_bert.tasks.task_model import TextTaskModel
 from keras_bert.text.preprocessor import BertPreprocessor
@@ -137,9 +138,11 @@ class Exports:
         exported = export_model(model_dir, str(root / "export"), **options)
         module = exported.module  # the functions the export holds, traced in this process
         text_inputs = _text_inputs(task)
-        packed = module.preprocess(*[tf.constant(v) for v in text_inputs.values()])
-        # Read in windows, `preprocess` also says which text each row (window) is of.
-        ids_inputs = {k: v.numpy() for k, v in packed.items() if k != "text_index"}
+        # The export's own `preprocess` signature, which every kind has: besides the model
+        # inputs it says where each row (window) comes from, which `serve_ids` does not take.
+        packed = module.traced("preprocess")(**{k: tf.constant(v)
+                                                for k, v in text_inputs.items()})
+        ids_inputs = {k: packed[k].numpy() for k in INPUT_NAMES}
         return [
             (exported.path, "serving_default", text_inputs,
              _numpy(module.text_function()(**{k: tf.constant(v)
