@@ -271,9 +271,15 @@ class TextTaskModel(TaskHooks, keras.Model):
     def evaluate(self, x=None, y=None, batch_size: int | None = None, **kwargs):
         """The task metrics on texts `x` with targets `y` (a dict: those of
         `keras-bert finetune`'s `metrics.json`). A dataset of ids (as `fit`'s validation
-        passes) goes to `keras.Model.evaluate`."""
+        passes) goes to `keras.Model.evaluate`: under many processes in the distribution of
+        the moment, since in `fit` Keras has given this process its slice of each (whole)
+        validation batch, which the distribution joins into the global batch (undistributed,
+        each process would score its slice alone and log that)."""
+        ids = isinstance(x, tf.data.Dataset) or kwargs.get("_use_cached_eval_dataset")
+        if ids and backends.process_count() > 1:
+            return super().evaluate(x, y, batch_size=batch_size, **kwargs)
         with undistributed():  # whole batches, a partial last one too (JAX)
-            if isinstance(x, tf.data.Dataset) or kwargs.get("_use_cached_eval_dataset"):
+            if ids:
                 return super().evaluate(x, y, batch_size=batch_size, **kwargs)
             if kwargs:
                 raise TypeError(f"unexpected arguments {sorted(kwargs)}")

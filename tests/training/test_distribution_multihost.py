@@ -32,6 +32,7 @@ import numpy as np
 import pytest
 
 from keras_bert.training.distribution import initialize_hosts
+from tests.support.multihost_fit import BATCH
 from tests.training.test_distribution_jax import LOSS_RTOL, ROOT, WEIGHTS_ATOL
 
 PROCESSES = 2
@@ -40,6 +41,7 @@ LOCAL_DEVICES = 4
 # was seen to get 5% of a core.
 PROCESS_TIMEOUT = 900
 KILL_AT = 5  # of 8 steps (2 epochs of 4); process 0 checkpoints every 2
+EVAL_ROWS = 2 * BATCH
 
 
 def _free_port() -> int:
@@ -133,8 +135,10 @@ def test_a_coordinator_that_never_answers_ends_in_a_timeout_error():
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory) -> Path:
-    """The zero-dropout encoder, 32 training rows of the classify rule and 13 of them
-    to evaluate on (a partial batch), written before any of the processes starts."""
+    """The zero-dropout encoder, 32 training rows of the classify rule and 16 of them
+    to evaluate on, written before any of the processes starts. Two whole batches: many
+    processes validate each epoch on whole batches only (`fit_rows`), so that the epochs'
+    validation logs can equal one device's."""
     from tests.support import backend_fit
 
     root = tmp_path_factory.mktemp("multihost")
@@ -144,8 +148,16 @@ def root(tmp_path_factory) -> Path:
         writer = csv.writer(f)
         writer.writerow(["text", "label"])
         writer.writerows(zip(texts, labels, strict=True))
+    # Each batch's first half of one label and its second half of the other: a process
+    # that scored only its own half of a batch would log an accuracy and a loss of its own.
+    pairs = list(zip(texts, labels, strict=True))
+    first, second = ([row for row in pairs if row[1] == label] for label in sorted(set(labels)))
+    half = BATCH // PROCESSES
+    rows = [row for b in range(EVAL_ROWS // BATCH)
+            for row in first[b * half:(b + 1) * half] + second[b * half:(b + 1) * half]]
+    assert len(rows) == EVAL_ROWS
     with open(root / "eval.csv", "w", newline="", encoding="utf-8") as f:
-        csv.writer(f).writerows([("text", "label"), *zip(texts[:13], labels[:13], strict=True)])
+        csv.writer(f).writerows([("text", "label"), *rows])
     return root
 
 
@@ -231,11 +243,18 @@ def test_two_processes_fit_and_resume_as_one_device_and_only_process_0_writes(ro
     written = set(os.listdir(root / "killed-p0"))
     assert {"model", "metrics.json", "history.json", "curves.png"} <= written
     assert "complete.json" in os.listdir(root / "killed-p0" / "checkpoints")
-    # The final evaluation of all 13 rows (outside the distribution), as one device's.
+    # The final evaluation of every row (outside the distribution), as one device's.
     metrics = [json.loads((root / f"{run}-p0" / "metrics.json").read_text())
                for run in ("one", "killed")]
-    assert metrics[1]["eval_examples"] == 13
+    assert metrics[1]["eval_examples"] == EVAL_ROWS
     assert metrics[1]["eval"] == pytest.approx(metrics[0]["eval"], abs=1e-6)
+    # Each epoch's validation (under the distribution: each process scores its half of every
+    # batch, joined), the epoch before the kill included, as one device's.
+    logs = [json.loads((root / f"{run}-p0" / "history.json").read_text())
+            for run in ("one", "killed")]
+    assert sorted(logs[1]) == sorted(logs[0]) and "val_loss" in logs[1]
+    for key, values in logs[0].items():
+        _assert_same(np.array(logs[1][key]), values, key)
 
 
 # ----- pretraining: keras-bert pretrain's job on TFRecords ---------------------------------
@@ -253,7 +272,7 @@ def records(root) -> Path:
 @pytest.mark.needs_jax
 @pytest.mark.timeout(3 * PROCESS_TIMEOUT + 300)
 def test_two_processes_pretrain_and_resume_as_one_device_and_only_process_0_writes(records):
-    from tests.support.multihost_fit import BATCH, PRETRAIN_EVAL_STEPS, PRETRAIN_STEPS
+    from tests.support.multihost_fit import PRETRAIN_EVAL_STEPS, PRETRAIN_STEPS
 
     root, job = records, ("--job", "pretrain")
     alone = _start(root, "pre-one", 1, *job, "--distribution", "none")
