@@ -7,7 +7,7 @@ it saw:
     XLA_FLAGS=--xla_force_host_platform_device_count=4 KERAS_BACKEND=jax \\
         python -m tests.support.multihost_fit ROOT OUT RESULT.npz --distribution data_parallel \\
         --coordinator 127.0.0.1:PORT --num-processes 2 --process-id I [--kill-at STEP] \\
-        [--job pretrain]
+        [--job pretrain [--accumulation-steps K]]
     ... ROOT OUT RESULT.npz --distribution none          (one process, one device)
 
 ROOT holds `tests/support/backend_fit.py init`'s zero-dropout encoder, `train.csv` and
@@ -106,7 +106,7 @@ def _pretrain(args, callbacks: list):
         batch_size=BATCH, learning_rate=backend_fit.LEARNING_RATE, precision="float32",
         distribution=args.distribution, seed=5, verbose=0, callbacks=callbacks,
         coordinator=args.coordinator, num_processes=args.num_processes,
-        process_id=args.process_id)
+        process_id=args.process_id, accumulation_steps=args.accumulation_steps)
 
 
 def main(argv: list[str]) -> None:
@@ -120,6 +120,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--num-processes", type=int)
     parser.add_argument("--process-id", type=int)
     parser.add_argument("--kill-at", type=int)
+    parser.add_argument("--accumulation-steps", type=int, default=1,
+                        help="pretraining: micro-batches of BATCH per update")
     parser.add_argument("--eval", action="store_true",
                         help="fine-tuning: validate on ROOT/eval.csv after each epoch, and "
                              "score it (pretraining validates on the records' first batches)")

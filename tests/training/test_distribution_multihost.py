@@ -10,7 +10,8 @@ losses and weights equal one process on one device (the tolerances of
 writes shows: nothing; before the resumed run it gets a copy of process 0's, as a shared
 file system would give it. `keras-bert pretrain`'s job (`--job pretrain`: `TextPretrainer.fit`
 on TFRecords, validated on their first batches) runs the same way, killed in its third epoch
-and resumed from its step-4 checkpoint; each process must have fed its half of every global
+and resumed from its step-4 checkpoint, with and without gradient accumulation (2
+micro-batches an update); each process must have fed its half of every global
 batch (which equal losses cannot show: a whole batch fed by each process counts every
 example twice, and gives the same mean). The in-process tests (pytest's TensorFlow
 backend) check the settings' messages; a coordinator that never answers ends in a
@@ -271,12 +272,17 @@ def records(root) -> Path:
 @pytest.mark.slow
 @pytest.mark.needs_jax
 @pytest.mark.timeout(3 * PROCESS_TIMEOUT + 300)
-def test_two_processes_pretrain_and_resume_as_one_device_and_only_process_0_writes(records):
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_two_processes_pretrain_and_resume_as_one_device_and_only_process_0_writes(
+        records, accumulation):
     from tests.support.multihost_fit import PRETRAIN_EVAL_STEPS, PRETRAIN_STEPS
 
-    root, job = records, ("--job", "pretrain")
-    alone = _start(root, "pre-one", 1, *job, "--distribution", "none")
-    killed = _start(root, "pre-killed", PROCESSES, *job, "--kill-at", str(KILL_AT))
+    # Accumulated: each update averages 2 micro-batches of 8, split in the compiled step
+    # after Keras has joined the processes' halves into the global batch of 16.
+    root, job = records, ("--job", "pretrain", "--accumulation-steps", str(accumulation))
+    name = f"pre{accumulation}"
+    alone = _start(root, f"{name}-one", 1, *job, "--distribution", "none")
+    killed = _start(root, f"{name}-killed", PROCESSES, *job, "--kill-at", str(KILL_AT))
     (one,) = _results(root, alone)
     assert len(one["losses"]) == PRETRAIN_STEPS and one["batches"].size == 0
     assert not np.allclose(one["losses"], one["losses"][0])  # the fit moved
@@ -284,32 +290,34 @@ def test_two_processes_pretrain_and_resume_as_one_device_and_only_process_0_writ
     for i, found in enumerate(_results(root, killed)):
         assert (int(found["process"]), int(found["processes"])) == (i, PROCESSES)
         assert int(found["devices"]) == PROCESSES * LOCAL_DEVICES and bool(found["killed"])
-        # Each process fed its half of every global batch of 8, training and validation.
-        assert found["batches"].tolist() == [[BATCH // PROCESSES, BATCH]], found["batches"]
+        # Each process fed its half of every global batch: training's (8, or 16 when
+        # accumulated) and validation's (8).
+        fed = sorted({(n // PROCESSES, n) for n in (BATCH, accumulation * BATCH)})
+        assert found["batches"].tolist() == [list(f) for f in fed], found["batches"]
         _assert_same(found["losses"], one["losses"][:KILL_AT], f"process {i}, killed")
     # Checkpoints at epoch ends (2 steps each): the kill in the third epoch leaves two.
-    assert sorted(os.listdir(root / "pre-killed-p0" / "checkpoints")) == [
+    assert sorted(os.listdir(root / f"{name}-killed-p0" / "checkpoints")) == [
         "ckpt-000000002.npz", "ckpt-000000004.npz"]
-    assert not (root / "pre-killed-p1").exists()  # process 1 wrote nothing
+    assert not (root / f"{name}-killed-p1").exists()  # process 1 wrote nothing
 
-    shutil.copytree(root / "pre-killed-p0", root / "pre-killed-p1")  # a shared file system
-    before = _files(root / "pre-killed-p1")
-    for i, found in enumerate(_results(root, _start(root, "pre-killed", PROCESSES, *job))):
+    shutil.copytree(root / f"{name}-killed-p0", root / f"{name}-killed-p1")  # a shared file system
+    before = _files(root / f"{name}-killed-p1")
+    for i, found in enumerate(_results(root, _start(root, f"{name}-killed", PROCESSES, *job))):
         _assert_same(found["losses"], one["losses"][4:], f"process {i}, resumed")
         for a, b in zip(_weights(one), _weights(found), strict=True):
             assert np.max(np.abs(a - b)) <= WEIGHTS_ATOL
-    assert _files(root / "pre-killed-p1") == before  # read, not written
-    written = set(os.listdir(root / "pre-killed-p0"))
+    assert _files(root / f"{name}-killed-p1") == before  # read, not written
+    written = set(os.listdir(root / f"{name}-killed-p0"))
     assert {"model", "pretrainer.weights.h5", "metrics.json", "history.json",
             "curves.png"} <= written
-    assert "complete.json" in os.listdir(root / "pre-killed-p0" / "checkpoints")
+    assert "complete.json" in os.listdir(root / f"{name}-killed-p0" / "checkpoints")
     # The final held-out scores (outside the distribution) are one device's.
     metrics = [json.loads((root / f"{run}-p0" / "metrics.json").read_text())
-               for run in ("pre-one", "pre-killed")]
+               for run in (f"{name}-one", f"{name}-killed")]
     assert metrics[1]["eval"]["examples"] == PRETRAIN_EVAL_STEPS * BATCH
     # Each epoch's validation on the records' first batches too (under the distribution).
     logs = [json.loads((root / f"{run}-p0" / "history.json").read_text())
-            for run in ("pre-one", "pre-killed")]
+            for run in (f"{name}-one", f"{name}-killed")]
     assert sorted(logs[1]) == sorted(logs[0]) and "val_loss" in logs[1]
     for key, values in logs[0].items():
         _assert_same(np.array(logs[1][key]), values, key)
