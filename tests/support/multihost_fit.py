@@ -22,6 +22,7 @@ as a kill would (its checkpoints stay).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -138,7 +139,11 @@ def main(argv: list[str]) -> None:
         run(job)
     except Killed:
         killed = True
+    # Each weight's shard shapes on this process's devices (what a layout laid out).
+    shards = {w.path: [list(s.data.shape) for s in w.value.addressable_shards]
+              for w in steps.model.weights}
     np.savez(args.result, losses=np.array(steps.losses), killed=killed,
+             shards=json.dumps(shards),
              process=jax.process_index(), processes=jax.process_count(),
              devices=len(jax.devices()), batches=np.array(sorted(seen), np.int64).reshape(-1, 2),
              **{f"w{i:03d}": np.asarray(w) for i, w in enumerate(steps.model.weights)})

@@ -8,7 +8,9 @@ the 8 devices: killed after step 5, then resumed from process 0's step-4 checkpo
 losses and weights equal one process on one device (the tolerances of
 `test_distribution_jax.py`). Process 1 gets an output directory of its own, so that what it
 writes shows: nothing; before the resumed run it gets a copy of process 0's, as a shared
-file system would give it. `keras-bert pretrain`'s job (`--job pretrain`: `TextPretrainer.fit`
+file system would give it. With `model_parallel:2` (a 4 x 2 mesh over both processes'
+devices) the same fit equals one device too, each attention kernel in halves. `keras-bert
+pretrain`'s job (`--job pretrain`: `TextPretrainer.fit`
 on TFRecords, validated on their first batches) runs the same way, killed in its third epoch
 and resumed from its step-4 checkpoint, with and without gradient accumulation (2
 micro-batches an update); each process must have fed its half of every global
@@ -162,6 +164,15 @@ def root(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def one_device(root) -> dict:
+    """The fine-tuning's run in one process on one device (`--distribution none`)."""
+    (one,) = _results(root, _start(root, "one", 1, "--distribution", "none"))
+    assert int(one["devices"]) == LOCAL_DEVICES and len(one["losses"]) == 8
+    assert not np.allclose(one["losses"], one["losses"][0])  # the fit moved
+    return one
+
+
 def _start(root: Path, name: str, processes: int, *arguments: str) -> list:
     """`multihost_fit --eval` in `processes` processes (1: alone, no distribution), each
     writing under `root/name-p<i>`; the processes and their logs."""
@@ -215,16 +226,11 @@ def _assert_same(found, expected, what: str) -> None:
 @pytest.mark.slow
 @pytest.mark.needs_jax
 @pytest.mark.timeout(3 * PROCESS_TIMEOUT + 300)
-def test_two_processes_fit_and_resume_as_one_device_and_only_process_0_writes(root):
-    # The one-device run beside the killed one: the busy host shares more CPU with three
-    # processes than with two.
-    alone = _start(root, "one", 1, "--distribution", "none")
-    killed = _start(root, "killed", PROCESSES, "--kill-at", str(KILL_AT))
-    (one,) = _results(root, alone)
-    assert int(one["devices"]) == LOCAL_DEVICES and len(one["losses"]) == 8
-    assert not np.allclose(one["losses"], one["losses"][0])  # the fit moved
-
-    for i, found in enumerate(_results(root, killed)):
+def test_two_processes_fit_and_resume_as_one_device_and_only_process_0_writes(root,
+                                                                            one_device):
+    one = one_device
+    for i, found in enumerate(_results(root, _start(root, "killed", PROCESSES,
+                                                    "--kill-at", str(KILL_AT)))):
         assert (int(found["process"]), int(found["processes"])) == (i, PROCESSES)
         assert int(found["devices"]) == PROCESSES * LOCAL_DEVICES and bool(found["killed"])
         _assert_same(found["losses"], one["losses"][:KILL_AT], f"process {i}, killed")
@@ -256,6 +262,31 @@ def test_two_processes_fit_and_resume_as_one_device_and_only_process_0_writes(ro
     assert sorted(logs[1]) == sorted(logs[0]) and "val_loss" in logs[1]
     for key, values in logs[0].items():
         _assert_same(np.array(logs[1][key]), values, key)
+
+
+@pytest.mark.slow
+@pytest.mark.needs_jax
+@pytest.mark.timeout(2 * PROCESS_TIMEOUT + 300)
+def test_two_processes_fit_model_parallel_as_one_device(root, one_device):
+    # model_parallel:2 over the 8 devices: a 4 x 2 (batch x model) mesh whose model axis
+    # pairs two devices of one process, its batch axis spanning both processes.
+    runs = _start(root, "model-parallel", PROCESSES, "--distribution", "model_parallel:2")
+    for i, found in enumerate(_results(root, runs)):
+        assert int(found["devices"]) == PROCESSES * LOCAL_DEVICES
+        _assert_same(found["losses"], one_device["losses"], f"process {i}")
+        for a, b in zip(_weights(one_device), _weights(found), strict=True):
+            assert np.max(np.abs(a - b)) <= WEIGHTS_ATOL
+        # The attention kernels lie in halves (columns of query, rows of output), each
+        # device holding one.
+        shards = json.loads(str(found["shards"]))
+        query = next(k for k in shards if k.endswith("query/kernel"))
+        output = next(k for k in shards if k.endswith("attention/output/kernel"))
+        (hidden, width), = {tuple(s) for s in shards[query]}
+        assert len(shards[query]) == LOCAL_DEVICES and hidden == 2 * width
+        assert {tuple(s) for s in shards[output]} == {(width, hidden)}
+    metrics = [json.loads((root / f"{run}-p0" / "metrics.json").read_text())
+               for run in ("one", "model-parallel")]
+    assert metrics[1]["eval"] == pytest.approx(metrics[0]["eval"], abs=1e-6)
 
 
 # ----- pretraining: keras-bert pretrain's job on TFRecords ---------------------------------
