@@ -7,13 +7,14 @@ it saw:
     XLA_FLAGS=--xla_force_host_platform_device_count=4 KERAS_BACKEND=jax \\
         python -m tests.support.multihost_fit ROOT OUT RESULT.npz --distribution data_parallel \\
         --coordinator 127.0.0.1:PORT --num-processes 2 --process-id I [--kill-at STEP] \\
-        [--job pretrain [--accumulation-steps K]]
+        [--job pretrain [--accumulation-steps K] [--corpus]]
     ... ROOT OUT RESULT.npz --distribution none          (one process, one device)
 
 ROOT holds `tests/support/backend_fit.py init`'s zero-dropout encoder, `train.csv` and
-`eval.csv`; for pretraining its zero-dropout `pretrain/` model and `records/`, TFRecords of
-`RECORD_OPTIONS` (the test writes them before the processes start, so that none of them
-writes there). RESULT gets each step's running loss, the fitted weights and the batch size
+`eval.csv`; for pretraining its zero-dropout `pretrain/` model, `records/` (TFRecords of
+6 Moby Dick chapters) and `corpus/moby.txt` (12 chapters, as documents: `--corpus` trains
+on them, 2 held out), all written by the test before the processes start, so that none of
+them writes there. RESULT gets each step's running loss, the fitted weights and the batch size
 of each stream Keras' `distribute_dataset` handed this process (`batches`: training first,
 then validation); `--kill-at` stops the fit once the optimizer has taken that many steps,
 as a kill would (its checkpoints stay).
@@ -101,7 +102,8 @@ def _pretrain(args, callbacks: list):
 
     return run_pretraining, PretrainJob(
         out=args.out, init=os.path.join(args.root, "pretrain"),
-        tfrecords=os.path.join(args.root, "records", "train-*"),
+        corpus=[os.path.join(args.root, "corpus", "moby.txt")] if args.corpus else None,
+        tfrecords=None if args.corpus else os.path.join(args.root, "records", "train-*"),
         seq_length=backend_fit.SEQ, max_predictions=MAX_PREDICTIONS, steps=PRETRAIN_STEPS,
         steps_per_epoch=PRETRAIN_EPOCH_STEPS, eval_steps=PRETRAIN_EVAL_STEPS,
         batch_size=BATCH, learning_rate=backend_fit.LEARNING_RATE, precision="float32",
@@ -123,6 +125,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--kill-at", type=int)
     parser.add_argument("--accumulation-steps", type=int, default=1,
                         help="pretraining: micro-batches of BATCH per update")
+    parser.add_argument("--corpus", action="store_true",
+                        help="pretraining: on ROOT/corpus/moby.txt, not the TFRecords")
     parser.add_argument("--eval", action="store_true",
                         help="fine-tuning: validate on ROOT/eval.csv after each epoch, and "
                              "score it (pretraining validates on the records' first batches)")

@@ -13,11 +13,11 @@ devices) the same fit equals one device too, each attention kernel in halves. `k
 pretrain`'s job (`--job pretrain`: `TextPretrainer.fit`
 on TFRecords, validated on their first batches) runs the same way, killed in its third epoch
 and resumed from its step-4 checkpoint, with and without gradient accumulation (2
-micro-batches an update); each process must have fed its half of every global
-batch (which equal losses cannot show: a whole batch fed by each process counts every
-example twice, and gives the same mean). The in-process tests (pytest's TensorFlow
-backend) check the settings' messages; a coordinator that never answers ends in a
-`TimeoutError` within the bound, in a JAX process.
+micro-batches an update), and on a corpus of documents; each process must have fed its
+half of every global batch (which equal losses cannot show: a whole batch fed by each
+process counts every example twice, and gives the same mean). The in-process tests
+(pytest's TensorFlow backend) check the settings' messages; a coordinator that never
+answers ends in a `TimeoutError` within the bound, in a JAX process.
 """
 
 from __future__ import annotations
@@ -293,25 +293,33 @@ def test_two_processes_fit_model_parallel_as_one_device(root, one_device):
 
 @pytest.fixture(scope="module")
 def records(root) -> Path:
-    """`root` with the zero-dropout pretrainer and its TFRecords (`multihost_fit`'s)."""
+    """`root` with the zero-dropout pretrainer, its TFRecords and a corpus of 12 chapters
+    (`multihost_fit`'s: 10 documents at least, so that the job holds 2 out)."""
     from tests.support.multihost_fit import write_records
+    from tests.support.tiny_data import moby_chapters
 
     write_records(root)
+    (root / "corpus").mkdir()
+    moby_chapters(root / "corpus", 12)
     return root
 
 
 @pytest.mark.slow
 @pytest.mark.needs_jax
 @pytest.mark.timeout(3 * PROCESS_TIMEOUT + 300)
-@pytest.mark.parametrize("accumulation", [1, 2])
+@pytest.mark.parametrize(("source", "accumulation"), [("records", 1), ("records", 2),
+                                                      ("corpus", 1)])
 def test_two_processes_pretrain_and_resume_as_one_device_and_only_process_0_writes(
-        records, accumulation):
+        records, source, accumulation):
     from tests.support.multihost_fit import PRETRAIN_EVAL_STEPS, PRETRAIN_STEPS
 
     # Accumulated: each update averages 2 micro-batches of 8, split in the compiled step
-    # after Keras has joined the processes' halves into the global batch of 16.
-    root, job = records, ("--job", "pretrain", "--accumulation-steps", str(accumulation))
-    name = f"pre{accumulation}"
+    # after Keras has joined the processes' halves into the global batch of 16. The corpus:
+    # each process makes the same NSP pairs and masks of the documents (from the seed), and
+    # feeds its half of each batch of them; held out, 2 of its documents.
+    root, job = records, ("--job", "pretrain", "--accumulation-steps", str(accumulation),
+                          *(["--corpus"] if source == "corpus" else []))
+    name = f"pre-{source}{accumulation}"
     alone = _start(root, f"{name}-one", 1, *job, "--distribution", "none")
     killed = _start(root, f"{name}-killed", PROCESSES, *job, "--kill-at", str(KILL_AT))
     (one,) = _results(root, alone)
@@ -331,7 +339,8 @@ def test_two_processes_pretrain_and_resume_as_one_device_and_only_process_0_writ
         "ckpt-000000002.npz", "ckpt-000000004.npz"]
     assert not (root / f"{name}-killed-p1").exists()  # process 1 wrote nothing
 
-    shutil.copytree(root / f"{name}-killed-p0", root / f"{name}-killed-p1")  # a shared file system
+    # A shared file system's view, as above.
+    shutil.copytree(root / f"{name}-killed-p0", root / f"{name}-killed-p1")
     before = _files(root / f"{name}-killed-p1")
     for i, found in enumerate(_results(root, _start(root, f"{name}-killed", PROCESSES, *job))):
         _assert_same(found["losses"], one["losses"][4:], f"process {i}, resumed")
