@@ -131,9 +131,26 @@ def get_distribution(choice=None):
     if len(devices) % model_size:
         raise ValueError(f"model_parallel:{model_size} needs a device count that divides by "
                          f"{model_size}; {len(devices)} devices are visible ({name()})")
+    _check_model_axis_within_process(model_size)
     mesh = keras.distribution.DeviceMesh((len(devices) // model_size, model_size),
                                          (BATCH_AXIS, MODEL_AXIS), devices)
     return BertModelParallel(mesh)
+
+
+def _check_model_axis_within_process(model_size: int) -> None:
+    """A `ValueError` when, under many processes, a model axis of `model_size` devices
+    would span processes: the mesh groups each process's devices in order, so its model
+    axis stays within one process only where the process's devices divide by it. Process
+    0 writes the checkpoints and the model, and holds every shard of them only then (as
+    Megatron keeps its tensor-parallel groups within a node, on its fastest links)."""
+    import jax
+
+    local = jax.local_device_count()
+    if jax.process_count() > 1 and local % model_size:
+        raise ValueError(f"model_parallel:{model_size} would split weights across processes:"
+                         f" each of the {jax.process_count()} processes has {local} devices;"
+                         f" choose a model axis that divides {local} (data parallel spans "
+                         "the processes)")
 
 
 def parse(choice: str) -> tuple[str, int]:

@@ -9,7 +9,8 @@ losses and weights equal one process on one device (the tolerances of
 `test_distribution_jax.py`). Process 1 gets an output directory of its own, so that what it
 writes shows: nothing; before the resumed run it gets a copy of process 0's, as a shared
 file system would give it. With `model_parallel:2` (a 4 x 2 mesh over both processes'
-devices) the same fit equals one device too, each attention kernel in halves. `keras-bert
+devices) the same fit equals one device too, each attention kernel in halves; a model axis
+across the processes is refused. `keras-bert
 pretrain`'s job (`--job pretrain`: `TextPretrainer.fit`
 on TFRecords, validated on their first batches) runs the same way, killed in its third epoch
 and resumed from its step-4 checkpoint, with and without gradient accumulation (2
@@ -287,6 +288,20 @@ def test_two_processes_fit_model_parallel_as_one_device(root, one_device):
     metrics = [json.loads((root / f"{run}-p0" / "metrics.json").read_text())
                for run in ("one", "model-parallel")]
     assert metrics[1]["eval"] == pytest.approx(metrics[0]["eval"], abs=1e-6)
+
+    # A model axis across the processes (1 x 8) is refused in one line by every process,
+    # before anything is written: process 0 could not hold the shards it has to write.
+    runs = _start(root, "across", PROCESSES, "--distribution", "model_parallel:8")
+    with pytest.raises(AssertionError) as failed:
+        _results(root, runs)
+    assert "ValueError: model_parallel:8 would split weights across processes" in str(
+        failed.value)
+    for i in range(PROCESSES):
+        log = (root / f"across-p{i}.log").read_text(encoding="utf-8")
+        assert ("ValueError: model_parallel:8 would split weights across processes: each of "
+                "the 2 processes has 4 devices; choose a model axis that divides 4 (data "
+                "parallel spans the processes)") in log, log[-2000:]
+        assert not (root / f"across-p{i}").exists()
 
 
 # ----- pretraining: keras-bert pretrain's job on TFRecords ---------------------------------
