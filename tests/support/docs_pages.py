@@ -5,8 +5,10 @@ The tests that hold the documentation to what it says (`tests/test_readme.py` ru
 ```bash command and ```python block, in this order; `tests/test_readme_figures.py` checks
 the benchmark table) read it from here. Pages the nav takes from outside `docs/`
 (`../bench/RESULTS.md`, `../export/README.md`, via `docs/hooks.py`) are not part of it:
-they are records and a kit with tests of their own. A `--8<--` line includes a part of
-README.md (pymdownx.snippets) that is already read with README.md, so it is not expanded.
+they are records and a kit with tests of their own; nor are the run logs under `docs/runs/`
+(`RECORDS`), records of commands as they were run then, with the flags of that day. A
+`--8<--` line includes a part of README.md (pymdownx.snippets) that is already read with
+README.md, so it is not expanded.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from tests.support.reference import require
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(REPO, "mkdocs.yml")
+RECORDS = "runs/"  # the nav's folder of run logs (docs/runs/)
 
 
 def _read_config(path: str) -> dict:
@@ -51,8 +54,10 @@ def nav_pages(config: str = CONFIG) -> list[str]:
 
 
 def site_markdown() -> list[tuple[str, str]]:
-    """`(path from the repository root, text)` of README.md and each docs page, in order."""
-    paths = ["README.md", *(os.path.join("docs", p) for p in nav_pages())]
+    """`(path from the repository root, text)` of README.md and each docs page but the run
+    logs, in order."""
+    paths = ["README.md", *(os.path.join("docs", p) for p in nav_pages()
+                            if not p.startswith(RECORDS))]
     texts = []
     for path in paths:
         with open(os.path.join(REPO, path), encoding="utf-8") as f:

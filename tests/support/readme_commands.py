@@ -125,12 +125,13 @@ def wait_rest(port: str, model: str, server: subprocess.Popen, timeout: float = 
 
 
 def user_dir(tmp_path) -> Path:
-    """A user's directory: the checkout's `.venv` and `examples` linked in, the quick
-    start's classifier path pointing at the README's own, and an empty `data/` (in README
-    order `create-pretraining-data`, the first part, fills it)."""
+    """A user's directory: the checkout's `.venv`, `examples` and `bench` linked in (the
+    benchmarks run from the clone), the quick start's classifier path pointing at the
+    README's own, and an empty `data/` (in README order `create-pretraining-data`, the
+    first part, fills it)."""
     work = tmp_path / "user"
     work.mkdir()
-    for name in (".venv", "examples"):
+    for name in (".venv", "examples", "bench"):
         os.symlink(os.path.join(REPO, name), work / name)
     (work / "artifacts" / "quickstart" / "finetune").mkdir(parents=True)
     os.symlink(work / "runs" / "cls" / "model", work / QUICK_MODEL)
