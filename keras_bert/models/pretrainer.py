@@ -17,8 +17,8 @@ from keras_bert.config import BertConfig
 from keras_bert.layers import BertMaskedLMHead, BertNextSentenceHead
 from keras_bert.models.accumulation import accumulated_train_step
 from keras_bert.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.training.backends import distribution_scope, process_count, replicas_in_sync
-from keras_bert.training.distribution import undistributed
+from keras_bert.training.backends import distribution_scope, replicas_in_sync
+from keras_bert.training.distribution import evaluation_scope
 
 PRETRAINING_INPUT_NAMES = (*INPUT_NAMES, "masked_lm_positions")
 LABEL_NAMES = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
@@ -163,14 +163,10 @@ class BertPretrainer(keras.Model):
 
     def evaluate(self, *args, **kwargs):
         """`keras.Model.evaluate` (`fit`'s validation too) with each batch whole on JAX:
-        a held-out set's partial last batch does not split across devices. Under many
-        processes, in the distribution of the moment: in `fit`, Keras has given this
-        process its slice of each (whole) validation batch, which the distribution joins
-        into the global batch (undistributed, each process would score its slice alone
-        and log that); `TextPretrainer.evaluate` runs outside any distribution."""
-        if process_count() > 1:
-            return super().evaluate(*args, **kwargs)
-        with undistributed():
+        a held-out set's partial last batch does not split across devices; under many
+        processes in the distribution (`evaluation_scope`: `TextPretrainer.evaluate` runs
+        outside any distribution)."""
+        with evaluation_scope(fit_batches=True):
             return super().evaluate(*args, **kwargs)
 
     def train_step(self, *args):

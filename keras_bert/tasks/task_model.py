@@ -44,7 +44,7 @@ from keras_bert.tasks.in_process import PREDICT_BATCH, decoded, run_in_batches
 from keras_bert.tasks.registry import task_class
 from keras_bert.tasks.task_hooks import TaskHooks
 from keras_bert.training import backends
-from keras_bert.training.distribution import distributed_builder, undistributed
+from keras_bert.training.distribution import distributed_builder, evaluation_scope, undistributed
 from keras_bert.training.fit_schedule import FitSchedule
 from keras_bert.training.optimizer import build_optimizer
 
@@ -271,14 +271,9 @@ class TextTaskModel(TaskHooks, keras.Model):
     def evaluate(self, x=None, y=None, batch_size: int | None = None, **kwargs):
         """The task metrics on texts `x` with targets `y` (a dict: those of
         `keras-bert finetune`'s `metrics.json`). A dataset of ids (as `fit`'s validation
-        passes) goes to `keras.Model.evaluate`: under many processes in the distribution of
-        the moment, since in `fit` Keras has given this process its slice of each (whole)
-        validation batch, which the distribution joins into the global batch (undistributed,
-        each process would score its slice alone and log that)."""
+        passes) goes to `keras.Model.evaluate` (`evaluation_scope`)."""
         ids = isinstance(x, tf.data.Dataset) or kwargs.get("_use_cached_eval_dataset")
-        if ids and backends.process_count() > 1:
-            return super().evaluate(x, y, batch_size=batch_size, **kwargs)
-        with undistributed():  # whole batches, a partial last one too (JAX)
+        with evaluation_scope(fit_batches=bool(ids)):
             if ids:
                 return super().evaluate(x, y, batch_size=batch_size, **kwargs)
             if kwargs:

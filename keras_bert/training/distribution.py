@@ -229,6 +229,21 @@ def undistributed():
         keras.distribution.set_distribution(before)
 
 
+def evaluation_scope(fit_batches: bool):
+    """Where `evaluate` runs: outside the distribution (`undistributed`), except on the
+    batches `fit` hands it under many processes: there Keras has given this process its
+    slice of each (whole) validation batch, which only the distribution joins into the
+    global batch (undistributed, each process would score its slice alone and log that)."""
+    from keras_bert.backend import is_jax
+
+    if fit_batches and is_jax():
+        import jax
+
+        if jax.process_count() > 1:
+            return contextlib.nullcontext()
+    return undistributed()
+
+
 def hosts_requested(coordinator=None, num_processes=None, process_id=None) -> bool:
     """Whether a multi-process run is asked for: by an argument or by one of Keras'
     `HOST_VARIABLES` (the jobs join only then; a Slurm or TPU pod run that leaves all of
@@ -357,7 +372,7 @@ def _require_jax(what: str) -> None:
 
 
 __all__ = ["BERT_LAYOUT", "BertModelParallel", "CHOICES", "HOST_VARIABLES", "HOSTS_TIMEOUT",
-           "bert_layout_map", "built_in",
+           "bert_layout_map", "built_in", "evaluation_scope",
            "check_batch_size", "check_layout", "data_parallel_size", "distributed_builder",
            "get_distribution", "hosts_requested", "initialize_hosts", "parse",
            "undistributed"]
