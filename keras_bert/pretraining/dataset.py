@@ -25,6 +25,7 @@ from keras_bert.config import DEFAULT_SEQ_LENGTH
 from keras_bert.pretraining.nsp import as_int_documents, create_nsp_examples
 from keras_bert.text.masker import BertMasker, continuation_flags
 from keras_bert.text.packer import BertPacker
+from keras_bert.training.stream_options import fit_stream
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,4 +203,5 @@ def _pack_and_mask(ds, tokenizer, batch_size, options, dynamic, drop_remainder):
 
     ds = tf.data.Dataset.zip(_chunks(ds, _chunk_size(batch_size)), seeds.batch(2))
     ds = ds.map(pack_and_mask, num_parallel_calls=tf.data.AUTOTUNE)
-    return ds.rebatch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    return fit_stream(ds.rebatch(batch_size, drop_remainder=drop_remainder)
+                      .prefetch(tf.data.AUTOTUNE))

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.training.stream_options import fit_stream
+
 # Original feature name -> the name our models and pipelines use.
 RENAMES = {"input_ids": "input_word_ids", "input_mask": "input_mask",
            "segment_ids": "input_type_ids", "masked_lm_positions": "masked_lm_positions",
@@ -112,5 +114,5 @@ def read_examples(pattern: str, seq_length: int, max_predictions: int, batch_siz
         out["next_sentence_labels"] = tf.squeeze(out["next_sentence_labels"], -1)
         return out
 
-    return ds.batch(batch_size, drop_remainder=drop_remainder).map(
-        parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return fit_stream(ds.batch(batch_size, drop_remainder=drop_remainder).map(
+        parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))

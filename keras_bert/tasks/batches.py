@@ -18,6 +18,8 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.training.stream_options import fit_stream
+
 XLA_MIN_BUCKET = 16
 # Batches per chunk when `group_by_length=True`: Hugging Face's `group_by_length` sorts
 # chunks ("megabatches") of 50 batches.
@@ -237,13 +239,13 @@ def examples_dataset(inputs: dict, targets, batch_size: int,
         ds = tf.data.Dataset.from_tensor_slices((inputs, targets)).batch(
             batch_size, drop_remainder=drop_remainder)
     if len(buckets) == 1:
-        return ds
+        return fit_stream(ds)
     # Where every length is a bucket no program is compiled per shape: a partial batch is
     # cut as well.
     partial_whole = len(buckets) < seq_length
-    return ds.map(lambda x, y: cut_to_bucket(x, y, buckets, batch_size, per_token_targets,
-                                             partial_whole),
-                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return fit_stream(ds.map(lambda x, y: cut_to_bucket(x, y, buckets, batch_size,
+                                                        per_token_targets, partial_whole),
+                             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True))
 
 
 def _flatten_with_names(nest) -> list[tuple[tuple, object]]:

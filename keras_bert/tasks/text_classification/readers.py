@@ -20,6 +20,7 @@ import tensorflow as tf
 from keras_bert.tasks.batches import epoch_shuffled_batches
 from keras_bert.tasks.labels import LabelVocab
 from keras_bert.tasks.readers import TextExample, read_rows
+from keras_bert.training.stream_options import fit_stream
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
@@ -190,9 +191,10 @@ def text_dataset(examples: Sequence[TextExample], preprocessor, labels=None,
                                     drop_remainder)
     if labels is None:
         # A pair arrives as two arguments; join them back into the (text, text_b) input.
-        return ds.map(lambda *x: preprocessor(x if len(x) == 2 else x[0]),
-                      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return ds.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return fit_stream(ds.map(lambda *x: preprocessor(x if len(x) == 2 else x[0]),
+                                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True))
+    return fit_stream(ds.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE,
+                             deterministic=True))
 
 
 def classification_dataset(examples: Sequence[TextExample], preprocessor,
