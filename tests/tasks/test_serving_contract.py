@@ -72,11 +72,15 @@ def test_eager_padding_is_the_xla_graphs(batch):
 
 
 def _tiny_model():
-    """Three id inputs -> per-position vectors and the first position's, through a dense
-    layer (as BERT's pooler: padding after a row changes neither)."""
+    """Three id inputs -> per-position vectors (word and type embeddings, zero where the mask
+    is) and the first position's, through a dense layer (as BERT's pooler: padding after a
+    row changes neither). Every input reaches an output: Keras before 3.13 (the one Python
+    3.10 gets) refuses a model with an input that does not."""
     ids = {name: keras.Input((None,), dtype="int32", name=name)
            for name in ("input_word_ids", "input_mask", "input_type_ids")}
-    tokens = keras.layers.Embedding(40, 4)(ids["input_word_ids"])
+    tokens = (keras.layers.Embedding(40, 4)(ids["input_word_ids"])
+              + keras.layers.Embedding(2, 4)(ids["input_type_ids"]))
+    tokens = tokens * keras.ops.expand_dims(keras.ops.cast(ids["input_mask"], "float32"), -1)
     pooled = keras.layers.Dense(3)(tokens[:, 0, :])
     return keras.Model(ids, {"tokens": tokens, "pooled": pooled})
 
