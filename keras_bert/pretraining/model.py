@@ -261,7 +261,8 @@ class TextPretrainer(keras.Model):
                             "shuffles with its own seed (seed=)")
         if int(epochs) < 1:
             raise ValueError(f"epochs must be at least 1, got {epochs}")
-        from keras_bert.training.backends import check_batch_size, distribution_scope, process_count
+        from keras_bert.training.backends import check_batch_size, distribution_scope
+        from keras_bert.training.distribution import process_count
 
         check_batch_size(self.pretrainer, int(batch_size or DEFAULT_BATCH_SIZE))
         seed = _seed(seed)

@@ -32,6 +32,7 @@ def fit_rows(model, rows: list, *, batch_size: int, epochs: int, seed: int,
     """`TextTaskModel.fit_rows` (see there): the kind's stream of `rows`, the optimizer
     sized from its steps unless one was compiled, the restored step, Keras' `fit`."""
     from keras_bert.training import backends
+    from keras_bert.training.distribution import process_count
     from keras_bert.training.resume import fit_from_step
 
     if int(epochs) < 1:
@@ -44,7 +45,7 @@ def fit_rows(model, rows: list, *, batch_size: int, epochs: int, seed: int,
     # A JAX data-parallel split takes whole batches only: the partial last one is dropped.
     # Many processes: Keras gives each its slice of every batch by the stream's static
     # batch size (`Distribution.distribute_dataset`), which a partial batch leaves unknown.
-    many = backends.process_count() > 1
+    many = process_count() > 1
     drop = static or many or backends.batch_splits(model) > 1
     jit_compile = (model.jit_compile if model.compiled
                    else model._compile_arguments.get("jit_compile"))

@@ -136,17 +136,6 @@ def static_batches(model) -> bool:
     return isinstance(model.distribute_strategy, tf.distribute.TPUStrategy)
 
 
-def process_count() -> int:
-    """How many processes train together: JAX's processes once `keras.distribution.initialize`
-    has joined them (`keras_bert.training.distribution.initialize_hosts`); 1 elsewhere
-    (TensorFlow's workers split their batches themselves)."""
-    if name() != "jax":
-        return 1
-    import jax
-
-    return jax.process_count()
-
-
 def is_chief() -> bool:
     """Whether this process writes checkpoints (the chief worker under multi-worker
     training; process 0 of a multi-host JAX run; always in a single process)."""
@@ -260,6 +249,6 @@ def _capability(text) -> tuple[int, int]:
 __all__ = ["XLA_BY_DEVICE", "Devices", "batch_splits", "check_batch_size",
            "compiles_per_shape", "cpu_flags", "default_jit_compile", "devices",
            "distribution_scope", "gather_replicas", "global_mean", "is_chief",
-           "model_distribution", "process_count",
+           "model_distribution",
            "is_tensorflow", "name", "replicas_in_sync", "require_tensorflow",
            "static_batches"]

@@ -229,18 +229,26 @@ def undistributed():
         keras.distribution.set_distribution(before)
 
 
+def process_count() -> int:
+    """How many processes train together: JAX's processes once `keras.distribution.initialize`
+    has joined them (`initialize_hosts`); 1 elsewhere (TensorFlow's workers split their
+    batches themselves)."""
+    from keras_bert.backend import is_jax
+
+    if not is_jax():
+        return 1
+    import jax
+
+    return jax.process_count()
+
+
 def evaluation_scope(fit_batches: bool):
     """Where `evaluate` runs: outside the distribution (`undistributed`), except on the
     batches `fit` hands it under many processes: there Keras has given this process its
     slice of each (whole) validation batch, which only the distribution joins into the
     global batch (undistributed, each process would score its slice alone and log that)."""
-    from keras_bert.backend import is_jax
-
-    if fit_batches and is_jax():
-        import jax
-
-        if jax.process_count() > 1:
-            return contextlib.nullcontext()
+    if fit_batches and process_count() > 1:
+        return contextlib.nullcontext()
     return undistributed()
 
 
@@ -374,5 +382,5 @@ def _require_jax(what: str) -> None:
 __all__ = ["BERT_LAYOUT", "BertModelParallel", "CHOICES", "HOST_VARIABLES", "HOSTS_TIMEOUT",
            "bert_layout_map", "built_in", "evaluation_scope",
            "check_batch_size", "check_layout", "data_parallel_size", "distributed_builder",
-           "get_distribution", "hosts_requested", "initialize_hosts", "parse",
+           "get_distribution", "hosts_requested", "initialize_hosts", "parse", "process_count",
            "undistributed"]
