@@ -29,6 +29,7 @@ Contenders:
 
     .venv/bin/python bench/fit_speed.py                  # one interleaved round, all contenders
     .venv/bin/python bench/fit_speed.py --contenders ours,ours_no_attention_dropout
+    .venv/bin/python bench/fit_speed.py --seed 1 --contenders ours_fp32,ours_bf16
     .venv/bin/python bench/fit_speed.py --quick          # a tiny random model: smoke check
 """
 
@@ -53,9 +54,11 @@ CLASSIFIERS = ("ours", "ours_grouped", "ours_full", "torch_loop", "hf_trainer_gr
                "keras_hub")
 # Not in the default run: the accuracy cost of training without attention dropout, the
 # condition under which JAX's fused attention kernel trains (keras_bert/layers/
-# fused_attention.py); on the CPU, TensorFlow, the same math as `ours`. `ours_bf16`:
-# `precision="mixed_bfloat16"`, which `auto` picks only with AMX.
-ABLATIONS = ("ours_no_attention_dropout", "ours_bf16")
+# fused_attention.py); on the CPU, TensorFlow, the same math as `ours`. `_bf16` / `_fp32`:
+# `ours` or `ours_grouped` at `precision="mixed_bfloat16"` / `"float32"` by name, whatever
+# `auto` picks on this CPU (keras_bert/training/precision.py).
+ABLATIONS = ("ours_no_attention_dropout", "ours_bf16", "ours_fp32", "ours_grouped_bf16",
+             "ours_grouped_fp32")
 WINDOWED = ("tag", "tag_full", "squad", "squad_full")
 CONTENDERS = CLASSIFIERS + WINDOWED
 # The smoke check's: one of each path (ours cut and full, a torch peer, a windowed kind), so
@@ -73,6 +76,8 @@ def parse_args(argv=None):
     p.add_argument("--squad-questions", type=int, default=300)
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0,
+                   help="each fit's seed (initial head, shuffling, dropout)")
     p.add_argument("--contenders", help=f"of {','.join(CONTENDERS + ABLATIONS)} (default: "
                    f"{','.join(CONTENDERS)}; --quick: {','.join(QUICK)})")
     p.add_argument("--quick", action="store_true",
@@ -141,19 +146,21 @@ def fit_ours(args, weights, contender) -> tuple[float, float]:
     import keras_bert
 
     texts, labels, held_texts, held_labels = sentences(args)
-    precision = "mixed_bfloat16" if contender == "ours_bf16" else None
+    precision = {"bf16": "mixed_bfloat16", "fp32": "float32"}.get(contender.split("_")[-1])
     clf = keras_bert.TextClassifier.from_pretrained(
         weights["ours"], labels=LABELS, seq_length=32 if args.quick else 128,
         precision=precision)
-    batching = {"ours_grouped": {"group_by_length": True},
-                "ours_full": {"length_buckets": "full"}}.get(contender, {})
+    batching = ({"group_by_length": True} if contender.startswith("ours_grouped")
+                else {"length_buckets": "full"} if contender == "ours_full" else {})
     if contender == "ours_no_attention_dropout":
         for block in clf.network.encoder.blocks:
             block.attention.dropout.rate = 0.0
     start = time.perf_counter()
-    clf.fit(texts, labels, epochs=EPOCHS, batch_size=BATCH, seed=0, verbose=0, **batching)
+    clf.fit(texts, labels, epochs=EPOCHS, batch_size=BATCH, seed=args.seed, verbose=0,
+            **batching)
     seconds = time.perf_counter() - start
-    return seconds, clf.evaluate(held_texts, held_labels)["accuracy"]
+    return (seconds, clf.evaluate(held_texts, held_labels)["accuracy"],
+            clf.network.encoder.dtype_policy.name)
 
 
 def fit_torch_loop(args, weights) -> tuple[float, float]:
@@ -166,7 +173,7 @@ def fit_torch_loop(args, weights) -> tuple[float, float]:
     model = BertForSequenceClassification.from_pretrained(weights["hf"], num_labels=2)
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
     ids = torch.tensor([LABELS.index(y) for y in labels])
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
     model.train()
     for _ in range(EPOCHS):
@@ -212,7 +219,7 @@ def fit_hf_trainer(args, weights, root) -> tuple[float, float]:
     model = BertForSequenceClassification.from_pretrained(weights["hf"], num_labels=2)
     settings = TrainingArguments(
         output_dir=os.path.join(root, "trainer"), per_device_train_batch_size=BATCH,
-        num_train_epochs=EPOCHS, learning_rate=5e-5, seed=0,
+        num_train_epochs=EPOCHS, learning_rate=5e-5, seed=args.seed,
         train_sampling_strategy="group_by_length",  # transformers 5's `group_by_length`
         report_to=[], save_strategy="no", logging_strategy="no", use_cpu=True,
         disable_tqdm=True, dataloader_num_workers=0)
@@ -271,7 +278,7 @@ def fit_windowed(args, weights, contender) -> tuple[float, float]:
             weights["ours"], seq_length=64 if args.quick else 384)
         metric = "exact_match"
     start = time.perf_counter()
-    model.fit(*fit, epochs=EPOCHS, batch_size=BATCH, seed=0, verbose=0, **batching)
+    model.fit(*fit, epochs=EPOCHS, batch_size=BATCH, seed=args.seed, verbose=0, **batching)
     seconds = time.perf_counter() - start
     return seconds, model.evaluate(*held_out)[metric]
 
@@ -284,7 +291,7 @@ def worker(args, name: str) -> dict:
         import torch
 
         torch.set_num_threads(args.threads)
-        torch.manual_seed(0)
+        torch.manual_seed(args.seed)
         fit = (fit_torch_loop(args, weights) if name == "torch_loop"
                else fit_hf_trainer(args, weights, args.root))
     else:
@@ -297,12 +304,14 @@ def worker(args, name: str) -> dict:
             common.configure_threads(args.threads)
         import keras
 
-        keras.utils.set_random_seed(0)
+        keras.utils.set_random_seed(args.seed)
         fit = (fit_keras_hub(args, weights) if name == "keras_hub"
                else fit_windowed(args, weights, name) if name in WINDOWED
                else fit_ours(args, weights, name))
     onednn = None if name in TORCH else _onednn_enabled()
-    return {"seconds": fit[0], "score": float(fit[1]), "onednn": onednn}
+    precision = fit[2] if len(fit) > 2 else None
+    return {"seconds": fit[0], "score": float(fit[1]), "onednn": onednn,
+            "precision": precision}
 
 
 def _onednn_enabled() -> bool:
@@ -320,7 +329,8 @@ def run_worker(args, name: str, root: str) -> dict:
     command = [sys.executable, __file__, "--worker", name, "--root", root, "--threads",
                str(args.threads), "--train", str(args.train), "--held-out", str(args.held_out),
                "--tag-sentences", str(args.tag_sentences), "--squad-questions",
-               str(args.squad_questions), *(["--quick"] if args.quick else [])]
+               str(args.squad_questions), "--seed", str(args.seed),
+               *(["--quick"] if args.quick else [])]
     env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=7200)
     if done.returncode:
@@ -333,15 +343,19 @@ def report(args, runs: dict, info: dict) -> None:
               for name, values in runs.items()}
     onednn = {name: {None: "-", True: "on", False: "off"}[values[0].get("onednn")]
               for name, values in runs.items()}
-    rows = [[name, f"{m['seconds']:.1f}", f"{m['score']:.4f}", onednn[name]]
+    precision = {name: values[0].get("precision") or "-" for name, values in runs.items()}
+    rows = [[name, f"{m['seconds']:.1f}", f"{m['score']:.4f}", onednn[name], precision[name]]
             for name, m in median.items()]
     print(f"host: {common.host_line(info)}; {args.train} training / {args.held_out} held-out "
-          f"snippets, {EPOCHS} epochs, batch {BATCH}, {args.rounds} round(s)")
-    print(common.markdown_table(["contender", "fit s", "held-out score", "TF oneDNN"], rows))
+          f"snippets, {EPOCHS} epochs, batch {BATCH}, {args.rounds} round(s), seed {args.seed}")
+    print(common.markdown_table(["contender", "fit s", "held-out score", "TF oneDNN",
+                                 "precision"], rows))
     pairs = [("ours", "ours_full"), ("ours_grouped", "ours_full"), ("ours", "torch_loop"),
              ("ours_grouped", "torch_loop"), ("ours", "hf_trainer_grouped"),
              ("ours_grouped", "hf_trainer_grouped"), ("ours", "keras_hub"),
-             ("ours_grouped", "keras_hub"), ("tag", "tag_full"), ("squad", "squad_full")]
+             ("ours_grouped", "keras_hub"), ("tag", "tag_full"), ("squad", "squad_full"),
+             ("ours_bf16", "ours_fp32"), ("ours_grouped_bf16", "ours_grouped_fp32"),
+             ("ours_bf16", "torch_loop"), ("ours_grouped_bf16", "hf_trainer_grouped")]
     ratios = [[f"{a} / {b}", f"{median[b]['seconds'] / median[a]['seconds']:.2f}x",
                f"{median[a]['score'] - median[b]['score']:+.4f}"]
               for a, b in pairs if a in median and b in median]

@@ -12,8 +12,10 @@ unless told otherwise, so a model saved and loaded again answers as before on an
   `mixed_float16` (Keras adds loss scaling);
 * a CPU with AMX (`amx_bf16` in `/proc/cpuinfo`): `mixed_bfloat16`;
 * any other CPU: `float32`. Without AMX, a `mixed_bfloat16` encoder forward ran at 0.68x of
-  fp32 on an Intel Xeon with avx512_bf16 and 0.77x on an AMD EPYC Zen 3 (AVX2); on a Zen 4
-  EPYC (avx512_bf16) it was faster (bench/RESULTS.md): name it there, `auto` keeps fp32.
+  fp32 on an Intel Xeon with avx512_bf16 and 0.77x on an AMD EPYC Zen 3 (AVX2); on AMD's
+  avx512_bf16 it was faster (a fit 1.68x on a Zen 4, 1.03-1.22x over three seeds on a Zen 5,
+  where float32 already fits 1.6x faster than the PyTorch loop; bench/RESULTS.md): name it
+  there, `auto` keeps fp32.
 """
 
 from __future__ import annotations
