@@ -25,7 +25,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
@@ -119,39 +118,45 @@ def test_oldest_supported_versions_run_the_smoke_subset(tmp_path):
     assert re.fullmatch(rf"{SMOKE_COUNT} passed, \d+ deselected in .*", summary), summary
 
 
+def collected_count(files: list[str], keyword: str) -> int:
+    """The tests `pytest files -k keyword` selects, collected in this process under the
+    environment of the moment (an xdist worker imported these modules already, so the
+    collection costs ~1 s, not a fresh process's TensorFlow start)."""
+    import contextlib
+    import io
+
+    class Count:
+        items = None
+
+        def pytest_collection_finish(self, session):
+            Count.items = len(session.items)
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-p",
+                            "no:xdist", "--rootdir", REPO, *(os.path.join(REPO, f)
+                                                            for f in files), "-k", keyword],
+                           plugins=[Count()])
+    assert code == 0, out.getvalue()[-3000:]
+    return Count.items
+
+
 # The oldest test runs in one landing of CI's cycle, the slow tokenizer comparisons among its
 # smoke tests in another: the inner run must select all of them whatever the landing.
-COLLECT_IN_EACH = """
-import contextlib, io, json, os, sys
-import pytest
-files, keyword, environments = json.load(sys.stdin)
-counts = []
-class Count:
-    def pytest_collection_finish(self, session):
-        counts.append(len(session.items))
-for env in environments:
-    os.environ.clear()
-    os.environ.update(env)
-    with contextlib.redirect_stdout(io.StringIO()):
-        pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                     *files, "-k", keyword], plugins=[Count()])
-print(json.dumps(counts))
-"""
-
-
 def test_smoke_subset_is_whole_in_every_landing(monkeypatch):
     environments = []
     for turn in range(CYCLE):
         monkeypatch.setenv("KERAS_BERT_ROTATION", str(turn))  # as `.ci/run` exports it
         environments.append(smoke_environment())
-    # Each distinct environment collected once (a collection of the smoke files: ~1 s each
-    # after the first): the landings' environments are all one while `smoke_environment`
-    # drops the rotation, sixteen if it stopped.
+    # Each distinct environment collected once, in this process: the landings'
+    # environments are all one while `smoke_environment` drops the rotation, sixteen if it
+    # stopped.
     distinct = [dict(env) for env in {tuple(sorted(env.items())) for env in environments}]
-    done = subprocess.run(
-        [sys.executable, "-c", COLLECT_IN_EACH], capture_output=True, text=True, cwd=REPO,
-        input=json.dumps([SMOKE_FILES, SMOKE_TESTS, distinct]), timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    counts = dict(zip((tuple(sorted(env.items())) for env in distinct),
-                      json.loads(done.stdout), strict=True))
+    counts = {}
+    for env in distinct:
+        with monkeypatch.context() as inner:
+            for name in set(os.environ) - set(env):
+                inner.delenv(name)
+            for name, value in env.items():
+                inner.setenv(name, value)
+            counts[tuple(sorted(env.items()))] = collected_count(SMOKE_FILES, SMOKE_TESTS)
     assert [counts[tuple(sorted(env.items()))] for env in environments] == [SMOKE_COUNT] * CYCLE

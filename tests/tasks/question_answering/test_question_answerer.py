@@ -65,6 +65,11 @@ def test_fit_finds_the_answers_and_first_words_as_answers_do_not(trained, model_
     assert control.evaluate(pairs, answers)["exact_match"] <= 40
 
 
+# Slow (a second fit of the module's run through the job, ~3 s on 2 cores): in the README's
+# tier the job runs the kinds' one `fit_rows` in the classifier's equality test
+# (tests/tasks/text_classification/test_text_classifier.py), and `keras-bert finetune --task
+# squad` reads, trains and predicts in tests/jobs/test_finetune.py.
+@pytest.mark.slow
 def test_fit_ends_with_the_weights_of_keras_bert_finetune(trained, model_dir, tmp_path):
     # The command repeats `trained`'s fit (its data, rate, epochs and seed), so that the
     # Python side is the module's model rather than a fit of its own.
