@@ -27,6 +27,7 @@ are set to `--threads`.
 
     .venv/bin/python bench/pretraining_pipeline.py            # ~3-6 minutes
     .venv/bin/python bench/pretraining_pipeline.py --quick    # smoke check, < 1 minute
+    .venv/bin/python bench/pretraining_pipeline.py --batches 32 --autotune off,on
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ def parse_args(argv=None):
     p.add_argument("--max-predictions", type=int, default=20)
     p.add_argument("--batches", default="32,256", help="batch sizes (default 32,256)")
     p.add_argument("--whole-word", default="off,on", help="whole-word masking settings")
+    p.add_argument("--autotune", default="off",
+                   help="tf.data's autotuning thread: off (what the library's streams run "
+                        "with: keras_bert/training/stream_options.py), on, or off,on")
     p.add_argument("--epochs", type=int, default=4,
                    help="epochs per timed pass (dynamic: new pairs and masks each)")
     p.add_argument("--dupe-factor", type=int, default=1)
@@ -67,6 +71,7 @@ def parse_args(argv=None):
         args.epochs, args.runs, args.warmup, args.tokenize_runs = 1, 1, 0, 2
     args.batches = [int(b) for b in args.batches.split(",") if b.strip()]
     args.whole_word = [w.strip() == "on" for w in args.whole_word.split(",") if w.strip()]
+    args.autotune = [a.strip() == "on" for a in args.autotune.split(",") if a.strip()]
     return args
 
 
@@ -155,20 +160,29 @@ def pass_recorder(ds, record: dict):
 
 def pipeline_configs(token_documents, tokenizer, args) -> tuple[dict, dict, dict]:
     """`({name: one pass}, {name: its record}, {name: build seconds})` of the full pipeline,
-    one configuration per batch size and whole-word setting."""
+    one configuration per batch size, whole-word setting and autotuning setting."""
+    import tensorflow as tf
+
     from keras_bert.pretraining.dataset import pretraining_dataset
 
     configs, stats, build_seconds = {}, {}, {}
     for batch in args.batches:
         for whole_word in args.whole_word:
-            name = f"batch {batch}, whole-word {'on' if whole_word else 'off'}"
-            start = time.perf_counter()
-            ds = pretraining_dataset(token_documents, tokenizer, batch,
-                                     pipeline_options(args, whole_word),
-                                     dynamic=True).repeat(args.epochs)
-            build_seconds[name] = time.perf_counter() - start
-            stats[name] = {"first": [], "rest": [], "examples": [], "after_first": []}
-            configs[name] = pass_recorder(ds, stats[name])
+            for autotune in args.autotune:
+                name = f"batch {batch}, whole-word {'on' if whole_word else 'off'}"
+                if len(args.autotune) > 1:
+                    name += f", autotune {'on' if autotune else 'off'}"
+                start = time.perf_counter()
+                ds = pretraining_dataset(token_documents, tokenizer, batch,
+                                         pipeline_options(args, whole_word),
+                                         dynamic=True).repeat(args.epochs)
+                if autotune:  # later options win over the library's
+                    options = tf.data.Options()
+                    options.autotune.enabled = True
+                    ds = ds.with_options(options)
+                build_seconds[name] = time.perf_counter() - start
+                stats[name] = {"first": [], "rest": [], "examples": [], "after_first": []}
+                configs[name] = pass_recorder(ds, stats[name])
     return configs, stats, build_seconds
 
 
