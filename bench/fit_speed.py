@@ -142,7 +142,7 @@ def prepare(args, root: str) -> dict:
 # ----- one fit per process ----------------------------------------------------------------------
 
 
-def fit_ours(args, weights, contender) -> tuple[float, float]:
+def fit_ours(args, weights, contender) -> tuple[float, float, str]:
     import keras_bert
 
     texts, labels, held_texts, held_labels = sentences(args)

@@ -32,7 +32,7 @@ from keras_bert.environment import user_environment
 from tests.export.runtimes import cache_dir, environment_python
 from tests.support.built_distributions import built_distributions
 from tests.support.installed_commands import run_commands
-from tests.support.schedule import CYCLE
+from tests.support.schedule import CYCLE, collect_only
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OLDEST = os.path.join(REPO, "constraints-oldest.txt")
@@ -120,23 +120,15 @@ def test_oldest_supported_versions_run_the_smoke_subset(tmp_path):
 
 def collected_count(files: list[str], keyword: str) -> int:
     """The tests `pytest files -k keyword` selects, collected in this process under the
-    environment of the moment (an xdist worker imported these modules already, so the
-    collection costs ~1 s, not a fresh process's TensorFlow start)."""
-    import contextlib
-    import io
-
+    environment of the moment (`collect_only`)."""
     class Count:
         items = None
 
         def pytest_collection_finish(self, session):
             Count.items = len(session.items)
 
-    with contextlib.redirect_stdout(io.StringIO()) as out:
-        code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-p",
-                            "no:xdist", "--rootdir", REPO, *(os.path.join(REPO, f)
-                                                            for f in files), "-k", keyword],
-                           plugins=[Count()])
-    assert code == 0, out.getvalue()[-3000:]
+    collect_only(["--rootdir", REPO, *(os.path.join(REPO, f) for f in files), "-k", keyword],
+                 Count())
     return Count.items
 
 

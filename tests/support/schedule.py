@@ -186,14 +186,29 @@ def longest_files_first(items, durations: dict[str, float]) -> None:
     items.sort(key=lambda item: -per_file[item.nodeid.split("::")[0]])
 
 
+def collect_only(args: list[str], plugin) -> None:
+    """`pytest --collect-only ARGS` in this process, `plugin`'s hooks taking what they need
+    and the listing swallowed; a collection that fails raises with the end of its output.
+    In a process that collected the suite already (an xdist worker), the test modules are
+    not imported again, so this costs about a second, not a fresh TensorFlow process."""
+    import contextlib
+    import io
+
+    import pytest
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-p",
+                            "no:xdist", *args], plugins=[plugin])
+    if code != 0:
+        raise RuntimeError(f"the collection of {' '.join(args)} failed ({code}):\n"
+                           + out.getvalue()[-3000:])
+
+
 def plan_rows() -> list[dict]:
     """Collects the suite in this process (from the repository's root, without a landing
     number, so that no slow test is dropped) and returns each landing of its plan: its
     number, Python, seconds, units and the tests its Python cannot run. In a process that
     collected the suite already (an xdist worker), the test modules are not imported again."""
-    import contextlib
-    import io
-
     import pytest
 
     from tests.support.ci_rules import python_bound
@@ -208,12 +223,7 @@ def plan_rows() -> list[dict]:
 
     rotation = os.environ.pop("KERAS_BERT_ROTATION", None)  # plan() over every test
     try:
-        with contextlib.redirect_stdout(io.StringIO()) as out:
-            code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider",
-                                "-p", "no:xdist", "-m", ""], plugins=[Capture()])
-        if code != 0:
-            raise RuntimeError(f"the suite's collection failed ({code}):\n"
-                               + out.getvalue()[-3000:])
+        collect_only(["-m", ""], Capture())
     finally:
         if rotation is not None:
             os.environ["KERAS_BERT_ROTATION"] = rotation
