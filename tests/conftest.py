@@ -7,7 +7,9 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
+# No Keras here, only in the fixtures: xdist's controller process loads this file and runs
+# no test, and importing Keras (TensorFlow with it) took it ~7 s on a Zen 5 before it
+# started the workers, in every run. The workers import it as they collect.
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -44,6 +46,8 @@ def rng() -> np.random.Generator:
 @pytest.fixture(autouse=True)
 def _keras_state():
     """Seeds Keras/TF and restores the global dtype policy after each test."""
+    import keras
+
     keras.utils.set_random_seed(0)
     policy = keras.config.dtype_policy()
     yield
@@ -82,6 +86,8 @@ TINY_SEED = int(os.environ.get("KERAS_BERT_TINY_SEED", "0"))
 def model_dir(tmp_path_factory) -> str:
     """A tiny random BERT over the test vocabulary (`tests/support/tiny_data.py`, seed
     `TINY_SEED`), as a model directory; one per test module."""
+    import keras
+
     from tests.support.tiny_data import write_tiny_model_dir
 
     keras.utils.set_random_seed(TINY_SEED)
