@@ -80,6 +80,10 @@ BREAKAGES = {
 }
 
 
+# ~3 s (a whole build). The tier's guards of the copy: the build of the docs themselves
+# (above) and `_copy`'s check that each of its four edits of mkdocs.yml happens once; the
+# link breakage's failure names the broken link, not some other fault of the copy.
+@pytest.mark.slow
 def test_the_copy_builds(tmp_path):
     """The copy that the next test breaks builds as it is."""
     _, config = _copy(tmp_path)
