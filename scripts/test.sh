@@ -29,5 +29,8 @@ echo "[test] ruff"
 .venv/bin/ruff check .
 echo "[test] tier $TIER${KERAS_BERT_ROTATION:+, rotation $KERAS_BERT_ROTATION}," \
      "$(.venv/bin/python -c 'import platform; print("CPython", platform.python_version())'):" \
-     "pytest -n 2 --dist loadfile -m \"$MARKS\" $*"
-exec .venv/bin/python -m pytest -n 2 --dist loadfile -m "$MARKS" "$@"
+     "pytest -n 2 --dist loadfile --no-loadscope-reorder -m \"$MARKS\" $*"
+# --no-loadscope-reorder: xdist hands out files in the collection's order, which
+# tests/conftest.py sorts longest first (tests/durations.json); by default it reorders them by
+# their number of tests, so that a 10-second file of one test started last.
+exec .venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "$MARKS" "$@"

@@ -14,7 +14,12 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from keras_bert import BertConfig  # noqa: E402
-from tests.support.schedule import longest_files_first, read_durations, select  # noqa: E402
+from tests.support.schedule import (  # noqa: E402
+    longest_files_first,
+    read_durations,
+    select,
+    work_unit,
+)
 
 # `ci_rules`: no test skips under CI=true; `resource_log`: CPU and threads per test in the
 # durations log; `pytester`: the tests of those run a suite.
@@ -122,5 +127,24 @@ def pytest_collection_modifyitems(config, items):
     deselected, starts the longest files first, so that two xdist workers end together."""
     select(config, items)
     result = yield
-    longest_files_first(items, read_durations(str(config.rootpath)))
+    longest_files_first(items, read_durations(str(config.rootpath)), str(config.rootpath))
     return result
+
+
+@pytest.hookimpl(optionalhook=True)  # a run without xdist (`-p no:xdist`) lacks the hook
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` with the files of needs_torch tests as one unit
+    (`tests/support/schedule.py: work_unit`); any other `--dist` as xdist has it."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    marks_torch: dict[str, bool] = {}
+
+    class TorchFilesTogether(LoadFileScheduling):
+        # `_split_scope` is the hook xdist's own schedulers override to say what one unit
+        # of work is (LoadFileScheduling: the file).
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid, str(config.rootpath), marks_torch)
+
+    return TorchFilesTogether(config, log)

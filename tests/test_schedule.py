@@ -18,8 +18,11 @@ from tests.support.schedule import (
     DEVELOPMENT_PYTHON,
     LANDING_BUDGET_S,
     PYTHON_SLOTS,
+    TORCH_UNIT,
     landing_python,
+    longest_files_first,
     plan_rows,
+    work_unit,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -258,3 +261,47 @@ def test_ci_rotates_every_supported_python():
                                                                   "schedule.py"), "python",
                                str(turn)], capture_output=True, text=True, check=True)
         assert done.stdout.strip() == landing_python(turn)
+
+
+class _Item:
+    """What `longest_files_first` reads of a collected test."""
+
+    def __init__(self, nodeid: str):
+        self.nodeid = nodeid
+
+    def get_closest_marker(self, name):
+        return None
+
+
+def test_the_files_of_needs_torch_tests_are_one_unit_of_work_started_by_its_total(tmp_path):
+    (tmp_path / "tests").mkdir()
+    marked = "import pytest\n@pytest.mark.needs_torch\ndef test_t(): pass\n"
+    for name, text in {"a": marked, "b": marked, "c": "def test_t(): pass\n",
+                       "d": "def test_t(): pass\n"}.items():
+        (tmp_path / "tests" / f"test_{name}.py").write_text(text, encoding="utf-8")
+    durations = {"tests/test_a.py::test_t": 5.0, "tests/test_b.py::test_t": 4.0,
+                 "tests/test_c.py::test_t": 8.0, "tests/test_d.py::test_t": 1.0}
+    items = [_Item(nodeid) for nodeid in ("tests/test_d.py::test_t", "tests/test_a.py::test_t",
+                                          "tests/test_c.py::test_t", "tests/test_b.py::test_t")]
+    longest_files_first(items, durations, str(tmp_path))
+    # a and b: one unit of 9 s, before c's 8 s; their own order kept within it
+    assert [i.nodeid.split("::")[0][len("tests/test_"):-3] for i in items] == [
+        "a", "b", "c", "d"]
+    cache: dict[str, bool] = {}
+    assert work_unit("tests/test_b.py::test_t[x]", str(tmp_path), cache) == TORCH_UNIT
+    assert work_unit("tests/test_c.py::test_t", str(tmp_path), cache) == "tests/test_c.py"
+
+
+def test_xdist_hands_out_the_torch_unit_whole():
+    """The scheduler `tests/conftest.py` gives xdist for `--dist loadfile`."""
+    from types import SimpleNamespace
+
+    from tests.conftest import pytest_xdist_make_scheduler
+
+    config = SimpleNamespace(getoption=lambda name: {"dist": "loadfile"}[name], rootpath=ROOT,
+                             getvalue=lambda name: {"tx": ["2*popen"]}[name])
+    scheduler = pytest_xdist_make_scheduler(config, None)
+    assert scheduler._split_scope("tests/test_activation_names.py::test_x[gelu]") == TORCH_UNIT
+    assert scheduler._split_scope("tests/test_config.py::test_x") == "tests/test_config.py"
+    config.getoption = lambda name: "load"
+    assert pytest_xdist_make_scheduler(config, None) is None

@@ -175,15 +175,37 @@ def pick_exhaustive(items, rotation: str | None):
     return item
 
 
-def longest_files_first(items, durations: dict[str, float]) -> None:
-    """Sorts the files of the run by their recorded seconds, longest first, so that two
-    xdist workers (`--dist loadfile`) end together; a file's tests keep their order."""
-    per_file: dict[str, float] = {}
+# The files that mark a test `needs_torch` (they import torch and transformers: ~7 s of a
+# process' CPU on a Zen 5, before any test of theirs runs) are one unit of xdist's work, so
+# that one worker pays for the import and the other does not (`work_unit`).
+TORCH_UNIT = "the files of needs_torch tests"
+
+
+def work_unit(nodeid: str, root: str, marks_torch: dict[str, bool]) -> str:
+    """The unit of xdist's work (`--dist loadfile`) `nodeid` belongs to: its file, or
+    `TORCH_UNIT` for a file whose source marks a test `needs_torch` (`marks_torch`
+    caches the answer per file; xdist's controller, which asks, collects nothing)."""
+    file = nodeid.split("::")[0]
+    if file not in marks_torch:
+        try:
+            with open(os.path.join(root, file), encoding="utf-8") as f:
+                marks_torch[file] = "mark.needs_torch" in f.read()
+        except OSError:
+            marks_torch[file] = False
+    return TORCH_UNIT if marks_torch[file] else file
+
+
+def longest_files_first(items, durations: dict[str, float], root: str) -> None:
+    """Sorts the run's units of work (`work_unit`: a file, or the files of needs_torch
+    tests) by their recorded seconds, longest first, so that two xdist workers (`--dist
+    loadfile`) end together; a unit's tests keep their order."""
+    marks_torch: dict[str, bool] = {}
+    unit = {item.nodeid: work_unit(item.nodeid, root, marks_torch) for item in items}
+    per_unit: dict[str, float] = {}
     for item in items:
-        file = item.nodeid.split("::")[0]
-        per_file[file] = per_file.get(file, 0.0) + durations.get(
+        per_unit[unit[item.nodeid]] = per_unit.get(unit[item.nodeid], 0.0) + durations.get(
             item.nodeid, DEFAULT_SLOW_S if spread(item) else 0.0)
-    items.sort(key=lambda item: -per_file[item.nodeid.split("::")[0]])
+    items.sort(key=lambda item: -per_unit[unit[item.nodeid]])
 
 
 def collect_only(args: list[str], plugin) -> None:
