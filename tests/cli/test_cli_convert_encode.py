@@ -27,24 +27,30 @@ def _encode(monkeypatch, capsys, model_dir, *flags):
     return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
 
-@pytest.mark.needs_torch
-@pytest.mark.parametrize("pooling", ["pooled", "cls", "mean"])
-def test_encode_matches_transformers(monkeypatch, capsys, converted, pooling):
+@pytest.fixture(scope="module")
+def transformers_vectors() -> dict[str, np.ndarray]:
+    """What Hugging Face's BertModel gives for LINES under each pooling: one forward pass
+    for the three parametrizations below."""
     torch = require("torch")
     transformers = require("transformers")
-    vectors = _encode(monkeypatch, capsys, converted, "--pooling", pooling, "--batch-size", "3")
-    assert len(vectors) == len(LINES)  # one line out per line in, empty ones included
-    assert all(len(v) == 384 for v in vectors)
     tokenizer = transformers.BertTokenizerFast.from_pretrained(minilm_dir())
     model = transformers.BertModel.from_pretrained(minilm_dir()).eval()
     batch = tokenizer(LINES, padding=True, return_tensors="pt")
     with torch.no_grad():
         out = model(**batch)
     mask = batch["attention_mask"][:, :, None].float()
-    expected = {"pooled": out.pooler_output,
-                "cls": out.last_hidden_state[:, 0],
-                "mean": (out.last_hidden_state * mask).sum(1) / mask.sum(1)}[pooling]
-    np.testing.assert_allclose(np.array(vectors), expected.numpy(), atol=1e-4)
+    return {"pooled": out.pooler_output.numpy(), "cls": out.last_hidden_state[:, 0].numpy(),
+            "mean": ((out.last_hidden_state * mask).sum(1) / mask.sum(1)).numpy()}
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("pooling", ["pooled", "cls", "mean"])
+def test_encode_matches_transformers(monkeypatch, capsys, converted, transformers_vectors,
+                                     pooling):
+    vectors = _encode(monkeypatch, capsys, converted, "--pooling", pooling, "--batch-size", "3")
+    assert len(vectors) == len(LINES)  # one line out per line in, empty ones included
+    assert all(len(v) == 384 for v in vectors)
+    np.testing.assert_allclose(np.array(vectors), transformers_vectors[pooling], atol=1e-4)
 
 
 def test_convert_reports_errors(capsys, tmp_path):
